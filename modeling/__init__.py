@@ -1,0 +1,1 @@
+"""The Keras BERT model: config, layers, encoder, heads and checkpoint conversion."""

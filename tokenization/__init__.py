@@ -1,0 +1,16 @@
+"""WordPiece tokenization with the observable behaviour of Google's BERT release.
+
+`from tokenization import FullTokenizer` works as it did with Google's
+`tokenization.py`. This package imports no TensorFlow; the in-graph
+(tensorflow-text) tokenizer lives in `tokenization.in_graph`.
+"""
+
+from tokenization.basic import BasicTokenizer, convert_to_unicode
+from tokenization.full import FullTokenizer, validate_case_matches_checkpoint
+from tokenization.vocab import VocabError, load_vocab
+from tokenization.wordpiece import WordpieceTokenizer
+
+__all__ = [
+    "BasicTokenizer", "FullTokenizer", "VocabError", "WordpieceTokenizer",
+    "convert_to_unicode", "load_vocab", "validate_case_matches_checkpoint",
+]

@@ -1,0 +1,37 @@
+"""WordPiece vocabulary files: one token per line, the line number is the id."""
+
+import collections
+import os
+
+
+class VocabError(ValueError):
+  """A vocabulary file that cannot be used (missing, empty, duplicate or blank tokens)."""
+
+
+def load_vocab(vocab_file):
+  """Reads `vocab_file` into an ordered {token: id} dict.
+
+  As in Google's release, surrounding whitespace is stripped from every line and
+  ids follow file order. Unlike it, problems that would silently corrupt ids
+  (a missing or empty file, a blank line, a repeated token) raise VocabError
+  naming the file and the line.
+  """
+  if not os.path.isfile(vocab_file):
+    raise VocabError(f"vocab file not found: {vocab_file!r}")
+  vocab = collections.OrderedDict()
+  with open(vocab_file, "rb") as f:
+    for line_no, raw in enumerate(f, start=1):
+      try:
+        token = raw.decode("utf-8").strip()
+      except UnicodeDecodeError as e:
+        raise VocabError(f"{vocab_file}:{line_no}: not valid UTF-8 ({e.reason})") from None
+      if not token:
+        raise VocabError(f"{vocab_file}:{line_no}: blank line in vocabulary "
+                         f"(ids after it would shift)")
+      if token in vocab:
+        raise VocabError(f"{vocab_file}:{line_no}: duplicate token {token!r} "
+                         f"(first seen at line {vocab[token] + 1})")
+      vocab[token] = len(vocab)
+  if not vocab:
+    raise VocabError(f"vocab file is empty: {vocab_file!r}")
+  return vocab
