@@ -74,6 +74,14 @@ def test_min_frequency_limits_pieces(corpus, tmp_path):
   assert "coffee" in low and "coffee" not in high  # seen 6 times
 
 
+def test_vocab_size_is_a_hard_limit(corpus, tmp_path):
+  full = _build(corpus, tmp_path / "a.txt", vocab_size=5000, min_frequency=1)
+  limit = len(full) - 10  # the learner's own search overshoots to len(full) here
+  small = _build(corpus, tmp_path / "b.txt", vocab_size=limit, min_frequency=1)
+  assert len(small) == limit and small[:15] == full[:15]
+  assert "[UNK]" not in FullTokenizer(str(tmp_path / "b.txt")).tokenize(CORPUS)
+
+
 def test_no_matching_file_is_an_error(tmp_path):
   with pytest.raises(ValueError, match=r"no file matches input pattern .*nothing\*\.txt"):
     vocab_builder.build_vocab_file(str(tmp_path / "nothing*.txt"), str(tmp_path / "v.txt"), 100)

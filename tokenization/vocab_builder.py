@@ -111,7 +111,9 @@ def learn_vocab(word_counts, vocab_size, min_frequency=2, num_unused=10):
       joiner=JOINER)
   fixed = set(reserved) | set(char_tokens)
   pieces = [t for t in learned if t not in fixed]
-  return reserved + char_tokens + pieces
+  # The learner's threshold search can stop above the target; its pieces are
+  # most frequent first, so the cut drops the rarest.
+  return (reserved + char_tokens + pieces)[:vocab_size]
 
 
 def write_vocab(tokens, output_file):
