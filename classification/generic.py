@@ -33,7 +33,8 @@ class DelimitedFileProcessor(DataProcessor):
     label_column: header name or index of the label (ignored in the test file).
     text_b_column: optional second text, for sentence-pair tasks.
     header: whether the first row of each file is a header.
-    delimiter: field separator; None picks it from the file extension.
+    delimiter: field separator; None picks it from the file extension. "\\t" (as
+      typed on a command line) and "tab" mean a tab.
     regression: labels are float scores instead of classes.
     labels: the label list, when already known (eval/predict from a saved model).
     skip_bad_rows: skip and count malformed rows instead of failing.
@@ -47,7 +48,7 @@ class DelimitedFileProcessor(DataProcessor):
       raise ValueError("without a header, columns must be given as 0-based indices")
     self._columns = dict(text_a=text_a_column, text_b=text_b_column, label=label_column)
     self.header = header
-    self.delimiter = delimiter
+    self.delimiter = "\t" if delimiter in ("\\t", "tab") else delimiter
     self.is_regression = regression
     self._labels = None if labels is None else list(labels)
 

@@ -4,7 +4,8 @@
 - every classification task: `eval_accuracy` (Google's only metric);
 - MRPC, QQP: also `eval_f1` (binary F1, positive class = label id 1);
 - CoLA: also `eval_mcc` (Matthews correlation);
-- STS-B (and generic regression): `eval_pearson`, `eval_spearman`.
+- STS-B (and any task with `is_regression=True`, e.g. a generic regression):
+  `eval_pearson`, `eval_spearman` (no accuracy).
 Undefined values follow the usual conventions: MCC and F1 are 0 when their
 denominator is 0 (e.g. all predictions identical); Pearson/Spearman are NaN
 when either side is constant.
@@ -12,9 +13,11 @@ when either side is constant.
 
 import numpy as np
 
+from classification.registry import canonical_task_name
+
 _F1_TASKS = ("mrpc", "qqp")
 _MCC_TASKS = ("cola",)
-_REGRESSION_TASKS = ("sts-b", "stsb")
+_REGRESSION_TASKS = ("sts-b", "stsb")  # registry names
 
 
 def accuracy(preds, labels):
@@ -73,22 +76,21 @@ def spearman(preds, labels):
   return pearson(rank_average_ties(preds), rank_average_ties(labels))
 
 
-def compute_metrics(task, preds, labels, is_real_example=None):
-  """Metrics for `task` (a registry name; "generic" gives accuracy, or correlations
-  when `preds` are regression scores).
+def compute_metrics(task, preds, labels, is_real_example=None, is_regression=False):
+  """Metrics for `task` (any name `get_processor` accepts).
 
+  Classification tasks without a metric of their own ("generic", MNLI, ...) get
+  accuracy only; `is_regression=True` (a generic regression) gives correlations.
   `preds`: class ids [n], class scores [n, num_classes] (argmax is taken), or
   regression scores [n] / [n, 1]. `labels`: label ids or scores [n].
   `is_real_example` [n] drops padding examples (0) before scoring.
   """
-  task = task.strip().lower()
+  task = canonical_task_name(task)
   preds, labels = np.asarray(preds), np.asarray(labels)
   if is_real_example is not None:
     real = np.asarray(is_real_example).astype(bool)
     preds, labels = preds[real], labels[real]
-  regression = task in _REGRESSION_TASKS or (
-      task == "generic" and np.issubdtype(labels.dtype, np.floating))
-  if regression:
+  if is_regression or task in _REGRESSION_TASKS:
     preds = preds.reshape(len(preds)) if preds.ndim == 2 and preds.shape[1] == 1 else preds
     return {"eval_pearson": pearson(preds, labels), "eval_spearman": spearman(preds, labels)}
   if preds.ndim == 2:

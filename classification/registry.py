@@ -27,16 +27,22 @@ _ALIASES = {"mnli_mismatched": "mnli-mm", "mnli-mismatched": "mnli-mm"}
 TASK_NAMES = tuple(sorted(_PROCESSORS))
 
 
+def canonical_task_name(task_name):
+  """The registry's name for `task_name` (case-insensitive, aliases resolved), or ValueError."""
+  key = task_name.strip().lower()
+  key = _ALIASES.get(key, key)
+  if key not in _PROCESSORS:
+    raise ValueError(f"unknown task_name {task_name!r}; known tasks: {', '.join(TASK_NAMES)}")
+  return key
+
+
 def get_processor(task_name, **options):
   """A new processor for `task_name` (case-insensitive).
 
   `options` go to the processor: `skip_bad_rows` for every task, `language` for
   xnli, and the column options of `DelimitedFileProcessor` for "generic".
   """
-  key = task_name.strip().lower()
-  key = _ALIASES.get(key, key)
-  if key not in _PROCESSORS:
-    raise ValueError(f"unknown task_name {task_name!r}; known tasks: {', '.join(TASK_NAMES)}")
+  key = canonical_task_name(task_name)
   try:
     return _PROCESSORS[key](**options)
   except TypeError as e:

@@ -60,8 +60,11 @@ def test_compute_metrics_keys_per_task():
                                                     "eval_mcc": pytest.approx(1 / 6)}
   assert compute_metrics("sts-b", [1, 2, 3], [1, 2, 5]) == {
       "eval_pearson": pytest.approx(12 / math.sqrt(156)), "eval_spearman": pytest.approx(1.0)}
-  assert set(compute_metrics("generic", [0.1, 0.2], np.array([0.3, 0.5]))) == {
+  assert compute_metrics("generic", PREDS, LABELS) == {"eval_accuracy": pytest.approx(0.6)}
+  assert set(compute_metrics("generic", [0.1, 0.2], [0.3, 0.5], is_regression=True)) == {
       "eval_pearson", "eval_spearman"}
+  with pytest.raises(ValueError, match="unknown task_name 'squad'"):
+    compute_metrics("squad", PREDS, LABELS)
 
 
 def test_compute_metrics_takes_scores_and_drops_padding():

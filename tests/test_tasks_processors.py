@@ -366,6 +366,10 @@ def test_generic_no_header_indices_and_explicit_delimiter(tmp_path):
                     delimiter="|")
   assert p.get_train_examples(str(tmp_path)) == [InputExample("train-0", "I like it", None, "pos"),
                                                 InputExample("train-1", "I do not", None, "neg")]
+  # "\t" as typed on a command line means a tab.
+  write_tsv(tmp_path / "tab" / "train.txt", [["pos", "a b"]])
+  p = get_processor("generic", text_a_column=1, label_column=0, header=False, delimiter="\\t")
+  assert p.get_train_examples(str(tmp_path / "tab"))[0].text_a == "a b"
   with pytest.raises(ValueError, match=r"without a header, columns must be given as 0-based"):
     get_processor("generic", text_a_column="text", label_column="0", header=False)
 
