@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from classification import (DataFormatError, InputExample, TASK_NAMES, get_processor,
+from classification import (DataFormatError, DataProcessor, InputExample, TASK_NAMES, get_processor,
                             load_label_list, save_label_list)
 from classification.glue import (ColaProcessor, MnliProcessor, MrpcProcessor, QnliProcessor,
                                  QqpProcessor, RteProcessor, Sst2Processor, StsbProcessor,
@@ -217,6 +217,12 @@ def test_crlf_bom_blank_lines_and_quotes(tmp_path):
   assert Sst2Processor().get_train_examples(str(tmp_path)) == [
       InputExample("train-1", '"a quoted" start', None, "1"),
       InputExample("train-3", 'plain "x', None, "0")]
+
+
+def test_read_tsv_for_custom_processors(tmp_path):
+  write_tsv(tmp_path / "x.tsv", [["h1", "h2"], ['"a', 'b"'], ["", "c"]])
+  assert DataProcessor._read_tsv(str(tmp_path / "x.tsv")) == [["h1", "h2"], ['"a', 'b"'],
+                                                             ["", "c"]]
 
 
 def test_quote_does_not_protect_a_tab(tmp_path):
