@@ -11,11 +11,10 @@ LABEL_LIST_FILE = "label_list.json"
 def save_label_list(path, labels, is_regression=False):
   """Writes {"labels": [...], "is_regression": bool} atomically.
 
-  `path` is a file, or a directory in which LABEL_LIST_FILE is written. Returns the file path.
+  `path` is a `.json` file, or else a directory (created if needed) in which
+  LABEL_LIST_FILE is written. Returns the file path.
   """
-  path = os.fspath(path)
-  if os.path.isdir(path):
-    path = os.path.join(path, LABEL_LIST_FILE)
+  path = _file_path(path)
   labels = [] if is_regression else [str(l) for l in labels]
   if not is_regression and (not labels or len(set(labels)) != len(labels)):
     raise ValueError(f"a label list needs distinct labels, got {labels}")
@@ -26,9 +25,7 @@ def save_label_list(path, labels, is_regression=False):
 
 def load_label_list(path):
   """Reads a label list written by save_label_list: returns (labels, is_regression)."""
-  path = os.fspath(path)
-  if os.path.isdir(path):
-    path = os.path.join(path, LABEL_LIST_FILE)
+  path = _file_path(path)
   try:
     with open(path, encoding="utf-8") as f:
       data = json.load(f)
@@ -40,3 +37,9 @@ def load_label_list(path):
     raise ValueError(f"{path}: not a label list; expected "
                      '{"labels": [strings], "is_regression": true|false}')
   return data["labels"], data["is_regression"]
+
+
+def _file_path(path):
+  """`path` itself when it names a .json file, else LABEL_LIST_FILE inside it."""
+  path = os.fspath(path)
+  return path if path.endswith(".json") else os.path.join(path, LABEL_LIST_FILE)

@@ -413,6 +413,10 @@ def test_label_list_round_trip(tmp_path):
   assert load_label_list(tmp_path) == (["neg", "pos", "ünï"], False)
   assert load_label_list(save_label_list(tmp_path / "r.json", [], is_regression=True)) == (
       [], True)
+  # A directory that does not exist yet is created.
+  assert save_label_list(tmp_path / "new" / "export", ["a"]) == str(
+      tmp_path / "new" / "export" / "label_list.json")
+  assert load_label_list(tmp_path / "new" / "export") == (["a"], False)
   p = get_processor("generic", text_a_column="t", label_column="l",
                     labels=load_label_list(path)[0])
   assert p.get_labels() == ["neg", "pos", "ünï"]
