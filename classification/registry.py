@@ -46,5 +46,4 @@ def get_processor(task_name, **options):
   try:
     return _PROCESSORS[key](**options)
   except TypeError as e:
-    raise ValueError(f"task {task_name!r} does not take the options {sorted(options)}: {e}") \
-        from None
+    raise ValueError(f"bad options {sorted(options)} for task {task_name!r}: {e}") from None

@@ -325,8 +325,10 @@ def test_registry_unknown_task_lists_known_ones():
 
 
 def test_registry_rejects_options_a_task_does_not_take():
-  with pytest.raises(ValueError, match=r"task 'mrpc' does not take the options \['language'\]"):
+  with pytest.raises(ValueError, match=r"bad options \['language'\] for task 'mrpc': .*language"):
     get_processor("mrpc", language="de")
+  with pytest.raises(ValueError, match=r"bad options \[\] for task 'generic': .*text_a_column"):
+    get_processor("generic")
 
 
 # --- The generic TSV/CSV processor --------------------------------------------------------------
