@@ -1,0 +1,29 @@
+"""The model-independent layer of `run_classifier.py`: tasks, features, metrics, outputs.
+
+Mirrors what Google's `run_classifier.py` does around the model:
+- `processors` / `glue` / `generic` / `registry`: reading GLUE files (and a user's own
+  TSV/CSV) into `InputExample`s, looked up by Google's task names;
+- `features`: `convert_single_example` and predict-time padding, exactly as Google;
+- `tfrecords`: the TFRecord files and the `tf.data` input function (imports TensorFlow);
+- `metrics`: per-task evaluation metrics in numpy;
+- `outputs` / `labels`: `test_results.tsv`, `eval_results.txt` and the saved label list.
+
+Only `tfrecords` imports TensorFlow, so the rest can be used (and tested) without it.
+"""
+
+from classification.examples import InputExample, PaddingInputExample
+from classification.features import (InputFeatures, convert_examples_to_features,
+                                     convert_single_example, pad_to_batch_multiple,
+                                     truncate_seq_pair)
+from classification.labels import LABEL_LIST_FILE, load_label_list, save_label_list
+from classification.metrics import compute_metrics
+from classification.outputs import write_eval_results, write_test_results
+from classification.processors import DataFormatError, DataProcessor
+from classification.registry import TASK_NAMES, get_processor
+
+__all__ = [
+    "DataFormatError", "DataProcessor", "InputExample", "InputFeatures", "LABEL_LIST_FILE",
+    "PaddingInputExample", "TASK_NAMES", "compute_metrics", "convert_examples_to_features",
+    "convert_single_example", "get_processor", "load_label_list", "pad_to_batch_multiple",
+    "save_label_list", "truncate_seq_pair", "write_eval_results", "write_test_results",
+]

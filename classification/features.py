@@ -1,0 +1,95 @@
+"""Examples -> fixed-length features, exactly as Google's `convert_single_example`."""
+
+import dataclasses
+
+from absl import logging
+
+from classification.examples import PaddingInputExample
+
+
+@dataclasses.dataclass
+class InputFeatures:
+  """One example as model inputs: [max_seq_length] id lists plus its label."""
+  input_ids: list
+  input_mask: list
+  segment_ids: list
+  label_id: int | float
+  is_real_example: bool = True
+
+
+def truncate_seq_pair(tokens_a, tokens_b, max_length):
+  """Pops tokens, in place, from the longer list (tokens_b on ties) until both fit."""
+  while len(tokens_a) + len(tokens_b) > max_length:
+    if len(tokens_a) > len(tokens_b):
+      tokens_a.pop()
+    else:
+      tokens_b.pop()
+
+
+def convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer):
+  """`[CLS] A [SEP] (B [SEP])`, zero-padded to max_seq_length.
+
+  `label_list=None` marks a regression task: the label is kept as a float.
+  A text_b that tokenizes to nothing gives a single-segment input, as in Google.
+  """
+  if isinstance(example, PaddingInputExample):
+    zeros = [0] * max_seq_length
+    return InputFeatures(list(zeros), list(zeros), list(zeros),
+                         label_id=0.0 if label_list is None else 0, is_real_example=False)
+  tokens_a = tokenizer.tokenize(example.text_a)
+  tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
+  if tokens_b:
+    truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)  # [CLS], [SEP], [SEP]
+  else:
+    tokens_a = tokens_a[:max_seq_length - 2]  # [CLS], [SEP]
+  tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
+  segment_ids = [0] * len(tokens)
+  if tokens_b:
+    tokens += tokens_b + ["[SEP]"]
+    segment_ids += [1] * (len(tokens_b) + 1)
+  input_ids = tokenizer.convert_tokens_to_ids(tokens)
+  input_mask = [1] * len(input_ids)
+  padding = [0] * (max_seq_length - len(input_ids))
+  input_ids += padding
+  input_mask += padding
+  segment_ids += padding
+  label_id = _label_id(example, label_list)
+  if ex_index < 5:
+    logging.info("*** Example ***\nguid: %s\ntokens: %s\ninput_ids: %s\ninput_mask: %s\n"
+                 "segment_ids: %s\nlabel: %s (id = %s)", example.guid, " ".join(tokens),
+                 " ".join(map(str, input_ids)), " ".join(map(str, input_mask)),
+                 " ".join(map(str, segment_ids)), example.label, label_id)
+  return InputFeatures(input_ids, input_mask, segment_ids, label_id, is_real_example=True)
+
+
+def _label_id(example, label_list):
+  if label_list is None:
+    return float(example.label)
+  try:
+    return label_list.index(example.label)
+  except ValueError:
+    raise ValueError(f"example {example.guid}: label {example.label!r} is not in the label "
+                     f"list {label_list}") from None
+
+
+def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer):
+  """Converts a list of examples; logs progress every 10,000."""
+  features = []
+  for i, example in enumerate(examples):
+    if i % 10000 == 0:
+      logging.info("Converting example %d of %d", i, len(examples))
+    features.append(convert_single_example(i, example, label_list, max_seq_length, tokenizer))
+  return features
+
+
+def pad_to_batch_multiple(examples, batch_size):
+  """Appends PaddingInputExamples until len(examples) is a multiple of batch_size.
+
+  Google pads eval/predict sets this way on TPU, where every batch must be full;
+  the padding has is_real_example=0 and its predictions are dropped on output.
+  Returns a new list; the caller keeps len(examples) as the real count.
+  """
+  if batch_size < 1:
+    raise ValueError(f"batch_size must be positive, got {batch_size}")
+  return list(examples) + [PaddingInputExample() for _ in range(-len(examples) % batch_size)]
+

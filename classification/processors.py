@@ -1,0 +1,232 @@
+"""DataProcessor base: reads delimited files into InputExamples with row-level checks.
+
+Files are read the way Google's `_read_tsv` reads GLUE: split on the delimiter
+with no quote character (a `"` is text). Only `\\n` ends a line; a trailing `\\r`
+is dropped. A UTF-8 byte-order mark at the start of a file is ignored. Blank
+lines are ignored. Rows are numbered by physical line, from 1, in all messages.
+
+A malformed row (wrong column count, empty text, a score that is not a number)
+raises `DataFormatError` naming file and line, or, with `skip_bad_rows=True`, is
+skipped and counted in `processor.skipped_rows`. A label that is not one of the
+task's labels always raises: it means the wrong task or the wrong file.
+"""
+
+import csv
+import dataclasses
+import math
+import os
+
+from absl import logging
+
+from classification.examples import InputExample
+
+
+class DataFormatError(ValueError):
+  """A data file does not have the layout its task expects."""
+
+
+class _BadRow(Exception):
+  """A malformed row: raised inside the reader, turned into an error or a skip."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+  """Where a file's fields are.
+
+  Columns are 0-based indices (negative counts from the end) or, for files with a
+  header, header names. `label=None` marks an unlabelled (test) file;
+  `guid=None` names examples by their row index, as Google does for most tasks.
+  Without a header every row must have `num_columns` fields (default: as many as
+  the first row); with one, as many as the header.
+  """
+  header: bool
+  text_a: int | str
+  text_b: int | str | None = None
+  label: int | str | None = None
+  guid: int | str | None = None
+  num_columns: int | None = None
+
+
+def read_rows(path, delimiter="\t", quotechar=None):
+  """Yields (line_number, fields) for each non-blank row of a delimited UTF-8 file.
+
+  With `quotechar=None` the line is split on the delimiter verbatim (GLUE's
+  format); otherwise fields follow CSV quoting rules (and may span lines; the
+  number is then the record's first line).
+  """
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f"data file not found: {path}")
+  if quotechar is None:
+    with open(path, "rb") as f:
+      for number, raw in enumerate(f, 1):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+          raw = raw[3:]
+        raw = raw.rstrip(b"\n")
+        if raw.endswith(b"\r"):
+          raw = raw[:-1]
+        if not raw:
+          continue
+        try:
+          line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+          raise DataFormatError(f"{path}, line {number}: not valid UTF-8 ({e.reason} at byte "
+                                f"{e.start})") from None
+        yield number, line.split(delimiter)
+    return
+  try:
+    with open(path, encoding="utf-8-sig", newline="") as f:
+      reader = csv.reader(f, delimiter=delimiter, quotechar=quotechar, strict=True)
+      first_line = 1
+      for fields in reader:
+        if fields and fields != [""]:
+          yield first_line, fields
+        first_line = reader.line_num + 1
+  except csv.Error as e:
+    raise DataFormatError(f"{path}, line {reader.line_num}: {e}") from None
+  except UnicodeDecodeError as e:
+    raise DataFormatError(f"{path}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
+
+
+def _column_index(column, header, path, what):
+  """Resolves a column given as an index or a header name to an index."""
+  if column is None or isinstance(column, int):
+    return column
+  if header is not None and column in header:
+    return header.index(column)
+  if column.lstrip("-").isdigit():
+    return int(column)
+  names = ", ".join(repr(h) for h in header) if header is not None else "(the file has no header)"
+  raise DataFormatError(f"{path}: {what} column {column!r} is not in the header; "
+                        f"columns are: {names}")
+
+
+class DataProcessor:
+  """Base class with Google's API: get_{train,dev,test}_examples(data_dir), get_labels()."""
+
+  # True for tasks whose label is a float score (STS-B); get_labels() is then [].
+  is_regression = False
+
+  def __init__(self, skip_bad_rows=False):
+    self.skip_bad_rows = skip_bad_rows
+    # (path, line_number, reason) of every row skipped so far with skip_bad_rows.
+    self.skipped_rows = []
+
+  def get_train_examples(self, data_dir):
+    raise NotImplementedError()
+
+  def get_dev_examples(self, data_dir):
+    raise NotImplementedError()
+
+  def get_test_examples(self, data_dir):
+    raise NotImplementedError()
+
+  def get_labels(self):
+    raise NotImplementedError()
+
+  @classmethod
+  def _read_tsv(cls, input_file, quotechar=None):
+    """All non-blank rows of a TSV file, header included: Google's helper, for custom
+    processors written against Google's DataProcessor."""
+    return [fields for _, fields in read_rows(input_file, "\t", quotechar)]
+
+  def _label_choices(self):
+    """The labels a labelled row may carry; None accepts any (and regression ignores it)."""
+    return None if self.is_regression else self.get_labels()
+
+  def _placeholder_label(self):
+    """The label test examples carry: the first label (as Google), or 0.0 for regression."""
+    return 0.0 if self.is_regression else self.get_labels()[0]
+
+  def _parse_label(self, value, path, number, known_labels):
+    """Checks a label field: a known label, or a finite float for regression."""
+    if self.is_regression:
+      try:
+        score = float(value)
+      except ValueError:
+        score = math.nan
+      if not math.isfinite(score):
+        raise _BadRow(f"the score {value!r} is not a number")
+      return score
+    if not value.strip():
+      raise _BadRow("empty label")
+    if known_labels is not None and value not in known_labels:
+      raise DataFormatError(
+          f"{path}, line {number}: unknown label {value!r}; this task's labels are "
+          f"{', '.join(repr(l) for l in known_labels)}")
+    return value
+
+  def _read_examples(self, path, layout, set_type, delimiter="\t", quotechar=None,
+                     keep_row=None, map_label=None):
+    """Reads one file into InputExamples.
+
+    `keep_row(fields)` can drop rows (XNLI's language filter) and `map_label`
+    rewrites label strings before they are checked (XNLI's "contradictory").
+    """
+    examples = []
+    header = None
+    expected = layout.num_columns
+    known_labels = None if layout.label is None else self._label_choices()
+    placeholder = self._placeholder_label() if layout.label is None else None
+    columns = None
+    skipped = 0
+    for number, fields in read_rows(path, delimiter, quotechar):
+      if columns is None:
+        if layout.header:
+          header = fields
+          expected = len(fields)
+        columns = [_column_index(c, header, path, what) for c, what in (
+            (layout.text_a, "text_a"), (layout.text_b, "text_b"), (layout.label, "label"),
+            (layout.guid, "guid"))]
+        if expected is None:
+          expected = len(fields)
+        needed = max(c if c >= 0 else -c - 1 for c in columns if c is not None) + 1
+        if expected < needed:
+          raise DataFormatError(
+              f"{path}, line {number}: expected at least {needed} columns for this task "
+              f"(text/label at 0-based columns {[c for c in columns if c is not None]}), "
+              f"the file has {expected}")
+        if layout.header:
+          continue
+      try:
+        if len(fields) != expected:
+          raise _BadRow(f"{len(fields)} columns, expected {expected}")
+        if keep_row is not None and not keep_row(fields):
+          continue
+        example = self._make_example(fields, columns, set_type, number, path, known_labels,
+                                     placeholder, map_label)
+      except _BadRow as e:
+        if not self.skip_bad_rows:
+          raise DataFormatError(f"{path}, line {number}: {e} (skip_bad_rows skips and counts "
+                                f"such rows)") from None
+        self.skipped_rows.append((path, number, str(e)))
+        skipped += 1
+        continue
+      examples.append(example)
+    if columns is None:
+      raise DataFormatError(f"{path}: the file is empty")
+    if skipped:
+      logging.warning("Skipped %d malformed rows of %s (e.g. line %d: %s)", skipped, path,
+                      self.skipped_rows[-skipped][1], self.skipped_rows[-skipped][2])
+    return examples
+
+  def _make_example(self, fields, columns, set_type, number, path, known_labels, placeholder,
+                    map_label):
+    text_a_col, text_b_col, label_col, guid_col = columns
+    text_a = fields[text_a_col]
+    if not text_a.strip():
+      raise _BadRow(f"empty text_a (column {text_a_col})")
+    text_b = None
+    if text_b_col is not None:
+      text_b = fields[text_b_col]
+      if not text_b.strip():
+        raise _BadRow(f"empty text_b (column {text_b_col})")
+    if label_col is None:
+      label = placeholder
+    else:
+      value = fields[label_col]
+      if map_label is not None:
+        value = map_label(value)
+      label = self._parse_label(value, path, number, known_labels)
+    # Google numbers rows from 0 with the header as row 0: that is line_number - 1.
+    row_id = fields[guid_col] if guid_col is not None else number - 1
+    return InputExample(guid=f"{set_type}-{row_id}", text_a=text_a, text_b=text_b, label=label)
