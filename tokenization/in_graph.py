@@ -1,0 +1,198 @@
+"""In-graph WordPiece tokenizer (tensorflow-text) giving the ids of `FullTokenizer`.
+
+`InGraphTokenizer` runs inside `tf.function`, `tf.data` and SavedModels. It
+rebuilds Google's BasicTokenizer steps from TensorFlow string ops and hands the
+result to tf-text's `FastWordpieceTokenizer`, which splits on whitespace and
+punctuation and then into WordPieces:
+
+1. drop NUL, U+FFFD and control characters (Cc, Cf except tab/newline/CR),
+2. (uncased) lower-case with ICU full case mapping, NFD, drop Mn marks,
+3. WordPiece with `max_bytes_per_word` = 4 * 200, so every word of up to 200
+   characters fits; a word of more than 200 characters becomes one [UNK], as
+   in Google's release, by measuring its characters after the split.
+
+tf-text's own `FastBertNormalizer` is not used: it decomposes with
+compatibility mappings (NFKD: "½" -> "1⁄2", "…" -> "...") where Google uses
+NFD, and it turns control characters into spaces where Google deletes them.
+
+Known differences from `FullTokenizer` (each is pinned by a test):
+
+* Unicode versions: Python's `unicodedata`, TensorFlow's RE2 and tf-text's
+  ICU each carry their own Unicode tables, so characters assigned in one
+  Unicode version but not in another can be classified differently
+  (see DIFFERENCES below for what was measured).
+"""
+
+import functools
+import unicodedata
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from tokenization.chars import is_control
+from tokenization.vocab import load_vocab
+
+# Google's WordpieceTokenizer limit, in characters.
+MAX_CHARS_PER_WORD = 200
+# UTF-8 needs at most 4 bytes per character.
+_MAX_BYTES_PER_WORD = 4 * MAX_CHARS_PER_WORD
+
+
+
+def _char_class(predicate):
+  """An RE2 character class of the code points where `predicate(char)` holds.
+
+  Built from Python's `unicodedata`, so that deleting and stripping in-graph
+  use the same Unicode version as `FullTokenizer`, not RE2's newer tables.
+  """
+  ranges = []
+  for cp in range(0x110000):
+    if 0xD800 <= cp <= 0xDFFF or not predicate(chr(cp)):
+      continue
+    if ranges and ranges[-1][1] == cp - 1:
+      ranges[-1][1] = cp
+    else:
+      ranges.append([cp, cp])
+  return "[" + "".join(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}"
+                       for lo, hi in ranges) + "]"
+
+
+@functools.lru_cache(maxsize=None)
+def _deleted_chars():
+  """Characters Google's BasicTokenizer deletes: NUL, U+FFFD, control (Cc, Cf but not tab, LF, CR)."""
+  return _char_class(lambda ch: ch == "\ufffd" or is_control(ch))
+
+
+@functools.lru_cache(maxsize=None)
+def _nonspacing_marks():
+  """Characters accent stripping deletes after NFD: category Mn."""
+  return _char_class(lambda ch: unicodedata.category(ch) == "Mn")
+
+
+class InGraphTokenizer(tf.Module):
+  """`FullTokenizer(vocab_file, do_lower_case)` as TensorFlow ops.
+
+  `tokenize(texts)` maps a string tensor of shape [batch] to an int32
+  RaggedTensor [batch, (tokens)] of WordPiece ids; `pack` turns one or two of
+  those into BERT's model inputs.
+  """
+
+  def __init__(self, vocab_file, do_lower_case=True, name=None):
+    super().__init__(name=name)
+    vocab = list(load_vocab(vocab_file))
+    ids = {t: i for i, t in enumerate(vocab)}
+    for token in ("[CLS]", "[SEP]", "[UNK]"):
+      if token not in ids:
+        raise ValueError(f"vocab file {vocab_file!r} has no {token} token")
+    self.do_lower_case = do_lower_case
+    self.vocab_size = len(vocab)
+    self.cls_id = ids["[CLS]"]
+    self.sep_id = ids["[SEP]"]
+    self.unk_id = ids["[UNK]"]
+    self._wordpiece = tf_text.FastWordpieceTokenizer(
+        vocab=vocab, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD,
+        token_out_type=tf.int32, unknown_token="[UNK]")
+    # True for ids that continue a word; every other id starts one.
+    self._is_suffix = tf.constant([t.startswith("##") for t in vocab])
+
+  def normalize(self, texts):
+    """Google's cleaning and (uncased) lower-casing and accent stripping, in-graph."""
+    texts = tf.strings.regex_replace(texts, _deleted_chars(), "")
+    if self.do_lower_case:
+      texts = tf.strings.lower(texts, encoding="utf-8")
+      texts = tf_text.normalize_utf8(texts, "NFD")
+      texts = tf.strings.regex_replace(texts, _nonspacing_marks(), "")
+    return texts
+
+  def tokenize(self, texts):
+    """Returns the WordPiece ids of `texts` ([batch] strings) as int32 [batch, (tokens)]."""
+    texts = self.normalize(tf.convert_to_tensor(texts, tf.string))
+    ids, starts, ends = self._wordpiece.tokenize_with_offsets(texts)
+    return self._unk_long_words(texts, ids, starts, ends)
+
+  def _unk_long_words(self, texts, ids, starts, ends):
+    """Replaces every word of more than 200 characters by a single [UNK]."""
+    flat_ids = ids.flat_values
+    word_start = tf.logical_not(tf.gather(self._is_suffix, flat_ids))
+    word = tf.cumsum(tf.cast(word_start, tf.int32)) - 1  # [pieces] -> word index
+    # The pieces of a word tile it, so its bytes are the sum of theirs. Only
+    # words of more than 200 bytes can have more than 200 characters; natural
+    # text has none, so the character count is skipped for most batches.
+    word_bytes = tf.math.segment_sum(ends.flat_values - starts.flat_values, word)
+    maybe_long = word_bytes > MAX_CHARS_PER_WORD  # [words]
+
+    def unk_long_words():
+      candidates = tf.where(maybe_long)[:, 0]
+      row = tf.gather(tf.boolean_mask(ids.value_rowids(), word_start), candidates)
+      begin = tf.gather(tf.boolean_mask(starts.flat_values, word_start), candidates)
+      chars = tf.strings.length(
+          tf.strings.substr(tf.gather(texts, row), begin, tf.gather(word_bytes, candidates)),
+          unit="UTF8_CHAR")
+      long_word = tf.scatter_nd(candidates[:, None], chars > MAX_CHARS_PER_WORD,
+                                tf.shape(word_bytes, out_type=tf.int64))
+      in_long_word = tf.gather(long_word, word)  # [pieces]
+      keep = tf.logical_or(word_start, tf.logical_not(in_long_word))
+      new_ids = tf.where(in_long_word, self.unk_id, flat_ids)
+      return tf.ragged.boolean_mask(ids.with_flat_values(new_ids),
+                                    ids.with_flat_values(keep))
+
+    return tf.cond(tf.reduce_any(maybe_long), unk_long_words, lambda: ids)
+
+  def pack(self, ids_a, ids_b=None, max_seq_length=128):
+    """BERT inputs `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, as Google's run_classifier.
+
+    Args:
+      ids_a: int RaggedTensor [batch, (tokens)], e.g. from `tokenize`.
+      ids_b: optional second segment, same batch size.
+      max_seq_length: length to truncate and 0-pad to.
+
+    Returns:
+      {"input_ids", "input_mask", "segment_ids"}: int32 [batch, max_seq_length].
+    """
+    return pack(ids_a, ids_b, max_seq_length, self.cls_id, self.sep_id)
+
+
+def truncated_lengths(len_a, len_b, budget):
+  """Segment lengths after Google's `_truncate_seq_pair`, in closed form.
+
+  Google pops the last token of the longer segment (of B on ties) until the
+  two fit in `budget`. That leaves a short segment whole and the long one cut
+  to the rest, or, when both are long, ceil(budget/2) for A and floor for B.
+  """
+  new_a = tf.minimum(len_a, tf.maximum(budget - len_b, (budget + 1) // 2))
+  new_b = tf.minimum(len_b, tf.maximum(budget - len_a, budget // 2))
+  return new_a, new_b
+
+
+def pack(ids_a, ids_b, max_seq_length, cls_id, sep_id):
+  """See `InGraphTokenizer.pack`; `cls_id`/`sep_id` are the vocab's [CLS]/[SEP] ids."""
+  ids_a = tf.cast(ids_a, tf.int32)
+  batch = ids_a.nrows()
+  cls = tf.fill([batch, 1], tf.constant(cls_id, tf.int32))
+  sep = tf.fill([batch, 1], tf.constant(sep_id, tf.int32))
+  if ids_b is None:
+    ids_a = ids_a[:, :max_seq_length - 2]
+    pieces = [cls, ids_a, sep]
+    segments = [tf.zeros_like(cls), tf.zeros_like(ids_a), tf.zeros_like(sep)]
+  else:
+    ids_b = tf.cast(ids_b, tf.int32)
+    len_a, len_b = truncated_lengths(ids_a.row_lengths(), ids_b.row_lengths(),
+                                     max_seq_length - 3)
+    ids_a = _keep_first(ids_a, len_a)
+    ids_b = _keep_first(ids_b, len_b)
+    pieces = [cls, ids_a, sep, ids_b, sep]
+    segments = [tf.zeros_like(cls), tf.zeros_like(ids_a), tf.zeros_like(sep),
+                tf.ones_like(ids_b), tf.ones_like(sep)]
+  input_ids = tf.concat(pieces, axis=1)  # [batch, (<= max_seq_length)]
+  shape = [None, max_seq_length]
+  return {
+      "input_ids": input_ids.to_tensor(0, shape=shape),
+      "input_mask": tf.ones_like(input_ids).to_tensor(0, shape=shape),
+      "segment_ids": tf.concat(segments, axis=1).to_tensor(0, shape=shape),
+  }
+
+
+def _keep_first(ids, lengths):
+  """The first `lengths[i]` tokens of each row of the RaggedTensor `ids`."""
+  keep = tf.ragged.range(ids.row_lengths()) < tf.expand_dims(lengths, 1)
+  return tf.ragged.boolean_mask(ids, keep)
