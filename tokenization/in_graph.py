@@ -139,12 +139,18 @@ class InGraphTokenizer(tf.Module):
     return tf.cond(tf.reduce_any(maybe_long), unk_long_words, lambda: ids)
 
   def pack(self, ids_a, ids_b=None, max_seq_length=128):
-    """BERT inputs `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, as Google's run_classifier.
+    """BERT model inputs from token ids, as Google's `run_classifier.convert_single_example`.
+
+    Rows are `[CLS] A [SEP]`, or `[CLS] A [SEP] B [SEP]` where B is non-empty
+    (an empty B row is packed as a single segment, as Google does for an
+    empty `tokens_b`). A is cut to max_seq_length - 2 tokens; a pair is cut by
+    `_truncate_seq_pair` to max_seq_length - 3. Segment ids are 0 on
+    `[CLS] A [SEP]` and padding, 1 on `B [SEP]`; padding is 0.
 
     Args:
       ids_a: int RaggedTensor [batch, (tokens)], e.g. from `tokenize`.
-      ids_b: optional second segment, same batch size.
-      max_seq_length: length to truncate and 0-pad to.
+      ids_b: optional int RaggedTensor [batch, (tokens)], the second segments.
+      max_seq_length: Python int, the length to truncate and 0-pad to.
 
     Returns:
       {"input_ids", "input_mask", "segment_ids"}: int32 [batch, max_seq_length].
@@ -153,11 +159,12 @@ class InGraphTokenizer(tf.Module):
 
 
 def truncated_lengths(len_a, len_b, budget):
-  """Segment lengths after Google's `_truncate_seq_pair`, in closed form.
+  """Segment lengths left by Google's `_truncate_seq_pair(a, b, budget)`, in closed form.
 
-  Google pops the last token of the longer segment (of B on ties) until the
-  two fit in `budget`. That leaves a short segment whole and the long one cut
-  to the rest, or, when both are long, ceil(budget/2) for A and floor for B.
+  Google pops the last token of the longer segment (of B on ties) while the
+  two exceed `budget`. That keeps a short segment whole and cuts the long one
+  to the rest or, when both are long, leaves ceil(budget/2) to A and
+  floor(budget/2) to B.
   """
   new_a = tf.minimum(len_a, tf.maximum(budget - len_b, (budget + 1) // 2))
   new_b = tf.minimum(len_b, tf.maximum(budget - len_a, budget // 2))
@@ -165,34 +172,38 @@ def truncated_lengths(len_a, len_b, budget):
 
 
 def pack(ids_a, ids_b, max_seq_length, cls_id, sep_id):
-  """See `InGraphTokenizer.pack`; `cls_id`/`sep_id` are the vocab's [CLS]/[SEP] ids."""
+  """See `InGraphTokenizer.pack`; `cls_id` and `sep_id` are the vocab's [CLS] and [SEP] ids."""
+  min_length = 2 if ids_b is None else 3
+  if max_seq_length < min_length:
+    raise ValueError(f"max_seq_length must be at least {min_length} to hold [CLS] and [SEP], "
+                     f"got {max_seq_length}")
   ids_a = tf.cast(ids_a, tf.int32)
   batch = ids_a.nrows()
+  if ids_b is None:
+    ids_b = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32),
+                                             tf.zeros([batch], ids_a.row_splits.dtype))
+  ids_b = tf.cast(ids_b, tf.int32)
+  has_b = tf.cast(ids_b.row_lengths() > 0, ids_b.row_splits.dtype)  # [batch]
+  len_a, len_b = truncated_lengths(ids_a.row_lengths(), ids_b.row_lengths(),
+                                   max_seq_length - 2 - has_b)
+  ids_a = _keep_first(ids_a, len_a)
+  ids_b = _keep_first(ids_b, len_b)
   cls = tf.fill([batch, 1], tf.constant(cls_id, tf.int32))
   sep = tf.fill([batch, 1], tf.constant(sep_id, tf.int32))
-  if ids_b is None:
-    ids_a = ids_a[:, :max_seq_length - 2]
-    pieces = [cls, ids_a, sep]
-    segments = [tf.zeros_like(cls), tf.zeros_like(ids_a), tf.zeros_like(sep)]
-  else:
-    ids_b = tf.cast(ids_b, tf.int32)
-    len_a, len_b = truncated_lengths(ids_a.row_lengths(), ids_b.row_lengths(),
-                                     max_seq_length - 3)
-    ids_a = _keep_first(ids_a, len_a)
-    ids_b = _keep_first(ids_b, len_b)
-    pieces = [cls, ids_a, sep, ids_b, sep]
-    segments = [tf.zeros_like(cls), tf.zeros_like(ids_a), tf.zeros_like(sep),
-                tf.ones_like(ids_b), tf.ones_like(sep)]
-  input_ids = tf.concat(pieces, axis=1)  # [batch, (<= max_seq_length)]
+  sep_b = tf.RaggedTensor.from_row_lengths(  # [batch, (0 or 1)]
+      tf.fill([tf.reduce_sum(has_b)], tf.constant(sep_id, tf.int32)), has_b)
+  input_ids = tf.concat([cls, ids_a, sep, ids_b, sep_b], axis=1)  # [batch, (<= max_seq_length)]
+  segment_ids = tf.concat([tf.zeros_like(cls), tf.zeros_like(ids_a), tf.zeros_like(sep),
+                           tf.ones_like(ids_b), tf.ones_like(sep_b)], axis=1)
   shape = [None, max_seq_length]
   return {
       "input_ids": input_ids.to_tensor(0, shape=shape),
       "input_mask": tf.ones_like(input_ids).to_tensor(0, shape=shape),
-      "segment_ids": tf.concat(segments, axis=1).to_tensor(0, shape=shape),
+      "segment_ids": segment_ids.to_tensor(0, shape=shape),
   }
 
 
 def _keep_first(ids, lengths):
-  """The first `lengths[i]` tokens of each row of the RaggedTensor `ids`."""
+  """The first `lengths[i]` tokens of row i of the RaggedTensor `ids`."""
   keep = tf.ragged.range(ids.row_lengths()) < tf.expand_dims(lengths, 1)
   return tf.ragged.boolean_mask(ids, keep)
