@@ -2,25 +2,39 @@
 
 `InGraphTokenizer` runs inside `tf.function`, `tf.data` and SavedModels. It
 rebuilds Google's BasicTokenizer steps from TensorFlow string ops and hands the
-result to tf-text's `FastWordpieceTokenizer`, which splits on whitespace and
-punctuation and then into WordPieces:
+result to tf-text's `FastWordpieceTokenizer`, which splits on whitespace,
+punctuation and CJK ideographs and then into WordPieces:
 
-1. drop NUL, U+FFFD and control characters (Cc, Cf except tab/newline/CR),
-2. (uncased) lower-case with ICU full case mapping, NFD, drop Mn marks,
-3. WordPiece with `max_bytes_per_word` = 4 * 200, so every word of up to 200
-   characters fits; a word of more than 200 characters becomes one [UNK], as
-   in Google's release, by measuring its characters after the split.
+1. delete NUL, U+FFFD and control characters (Cc, and Cf but not tab, LF, CR),
+   with character classes taken from Python's `unicodedata`;
+2. uncased only: lower-case (ICU full case mapping, so "İ" -> "i̇" and the
+   Greek final sigma as in Python's `str.lower`), NFD, delete Mn marks;
+3. WordPiece with `max_bytes_per_word` = 4 * 200, so that every word of up to
+   200 characters fits, then every word of more than 200 characters is
+   replaced by one [UNK], as Google's 200-character limit does.
 
-tf-text's own `FastBertNormalizer` is not used: it decomposes with
+tf-text's own `FastBertNormalizer` is not used: it decomposes with the
 compatibility mappings (NFKD: "½" -> "1⁄2", "…" -> "...") where Google uses
-NFD, and it turns control characters into spaces where Google deletes them.
+NFD, and it turns control characters into spaces where Google deletes them
+("co\u00adoperate" is one word for Google).
 
-Known differences from `FullTokenizer` (each is pinned by a test):
+Measured differences from `FullTokenizer` (Python 3.11, whose `unicodedata` is
+Unicode 14.0.0; TensorFlow 2.21.0, tensorflow-text 2.21.1). They come from the
+different Unicode versions of the libraries, and every one involves a code
+point that did not exist or had no case mapping in Unicode 13, so no text of
+the corpora here contains one (tests check each code point exhaustively):
 
-* Unicode versions: Python's `unicodedata`, TensorFlow's RE2 and tf-text's
-  ICU each carry their own Unicode tables, so characters assigned in one
-  Unicode version but not in another can be classified differently
-  (see DIFFERENCES below for what was measured).
+* `NEWER_PUNCTUATION` (36 code points, both casings): unassigned in
+  Unicode 14, punctuation to tf-text, so tf-text splits words at them while
+  `FullTokenizer` keeps them inside the word.
+* `NOT_LOWERCASED` (40 capitals added in Unicode 14, uncased only): Python
+  lower-cases them, TensorFlow's ICU leaves them unchanged.
+* `NEWER_DECOMPOSITIONS` (20 code points, uncased only): unassigned in
+  Unicode 14, decomposed by ICU's NFD, kept whole by Python's.
+
+On any text free of these code points the ids are identical: every line of
+the corpora in ../shared/data/corpus, random Unicode strings, and single code
+points in every position were compared.
 """
 
 import functools
@@ -37,6 +51,32 @@ MAX_CHARS_PER_WORD = 200
 # UTF-8 needs at most 4 bytes per character.
 _MAX_BYTES_PER_WORD = 4 * MAX_CHARS_PER_WORD
 
+
+
+def _code_points(*ranges):
+  return frozenset(cp for lo, hi in ranges for cp in range(lo, hi + 1))
+
+
+# Code points where this tokenizer and `FullTokenizer` disagree (see above).
+NEWER_PUNCTUATION = _code_points(
+    (0x1B4E, 0x1B4F), (0x1B7F, 0x1B7F), (0x10D6E, 0x10D6E), (0x113D4, 0x113D5),
+    (0x113D7, 0x113D8), (0x11B00, 0x11B09), (0x11BE1, 0x11BE1), (0x11F43, 0x11F4F),
+    (0x16D6D, 0x16D6F), (0x1E5FF, 0x1E5FF))
+NOT_LOWERCASED = _code_points(
+    (0x2C2F, 0x2C2F), (0xA7C0, 0xA7C0), (0xA7D0, 0xA7D0), (0xA7D6, 0xA7D6),
+    (0xA7D8, 0xA7D8), (0x10570, 0x1057A), (0x1057C, 0x1058A), (0x1058C, 0x10592),
+    (0x10594, 0x10595))
+NEWER_DECOMPOSITIONS = _code_points(
+    (0x105C9, 0x105C9), (0x105E4, 0x105E4), (0x11383, 0x11383), (0x11385, 0x11385),
+    (0x1138E, 0x1138E), (0x11391, 0x11391), (0x113C5, 0x113C5), (0x113C7, 0x113C8),
+    (0x16121, 0x16128), (0x16D68, 0x16D6A))
+
+
+def differing_code_points(do_lower_case):
+  """The code points at which the in-graph ids may differ from `FullTokenizer`'s."""
+  if do_lower_case:
+    return NEWER_PUNCTUATION | NOT_LOWERCASED | NEWER_DECOMPOSITIONS
+  return NEWER_PUNCTUATION
 
 
 def _char_class(predicate):
