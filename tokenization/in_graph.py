@@ -16,13 +16,13 @@ punctuation and CJK ideographs and then into WordPieces:
 tf-text's own `FastBertNormalizer` is not used: it decomposes with the
 compatibility mappings (NFKD: "½" -> "1⁄2", "…" -> "...") where Google uses
 NFD, and it turns control characters into spaces where Google deletes them
-("co\u00adoperate" is one word for Google).
+("co<U+00AD>operate", with a soft hyphen, is one word for Google).
 
 Measured differences from `FullTokenizer` (Python 3.11, whose `unicodedata` is
 Unicode 14.0.0; TensorFlow 2.21.0, tensorflow-text 2.21.1). They come from the
-different Unicode versions of the libraries, and every one involves a code
-point that did not exist or had no case mapping in Unicode 13, so no text of
-the corpora here contains one (tests check each code point exhaustively):
+different Unicode versions of the libraries; each is a code point that did
+not exist before Unicode 14, so no natural text here contains one (the tests
+check every code point):
 
 * `NEWER_PUNCTUATION` (36 code points, both casings): unassigned in
   Unicode 14, punctuation to tf-text, so tf-text splits words at them while
@@ -33,8 +33,8 @@ the corpora here contains one (tests check each code point exhaustively):
   Unicode 14, decomposed by ICU's NFD, kept whole by Python's.
 
 On any text free of these code points the ids are identical: every line of
-the corpora in ../shared/data/corpus, random Unicode strings, and single code
-points in every position were compared.
+the corpora in ../shared/data/corpus, random Unicode strings, and every code
+point between two letters were compared.
 """
 
 import functools
@@ -50,7 +50,6 @@ from tokenization.vocab import load_vocab
 MAX_CHARS_PER_WORD = 200
 # UTF-8 needs at most 4 bytes per character.
 _MAX_BYTES_PER_WORD = 4 * MAX_CHARS_PER_WORD
-
 
 
 def _code_points(*ranges):
@@ -125,7 +124,6 @@ class InGraphTokenizer(tf.Module):
       if token not in ids:
         raise ValueError(f"vocab file {vocab_file!r} has no {token} token")
     self.do_lower_case = do_lower_case
-    self.vocab_size = len(vocab)
     self.cls_id = ids["[CLS]"]
     self.sep_id = ids["[SEP]"]
     self.unk_id = ids["[UNK]"]
