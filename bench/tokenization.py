@@ -69,7 +69,7 @@ def run_hf(lines, vocab_file, batch_size):
 
 def run_in_graph_calls(tokenize, lines, batch_size):
   """One graph-mode call per batch of Python strings (conversion to tensors included)."""
-  return sum(int(tf.size(tokenize(tf.constant(lines[i:i + batch_size])).flat_values))
+  return sum(tokenize(tf.constant(lines[i:i + batch_size])).flat_values.shape[0]
              for i in range(0, len(lines), batch_size))
 
 
