@@ -192,6 +192,46 @@ def test_google_cleaning_rules(uncased):
   assert python_tokenizer.tokenize("4½ …") == ["4", "##½", "…"]
 
 
+def random_bytes(rng):
+  """Bytes mixing valid UTF-8 with stray, truncated, surrogate and out-of-range sequences."""
+  chunks = []
+  for _ in range(rng.randint(1, 12)):
+    r = rng.random()
+    if r < 0.8:
+      chunks.append(rng.choice(["the ", "café ", "\u2019", " ", ".", "Σ"]).encode("utf-8"))
+    elif r < 0.85:
+      chunks.append(bytes([rng.randint(0x80, 0xFF)]))
+    elif r < 0.9:
+      chunk = chr(rng.randint(0x80, 0x10FFFF)).encode("utf-8", "surrogatepass")
+      chunks.append(chunk[:rng.randint(1, len(chunk))])
+    elif r < 0.95:
+      chunks.append(rng.choice([b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xc0\xaf"]))
+    else:
+      chunks.append(bytes(rng.randint(0, 255) for _ in range(rng.randint(1, 4))))
+  return b"".join(chunks)
+
+
+def test_invalid_utf8_bytes_are_dropped_as_in_python(uncased):
+  python_tokenizer, tokenizer = uncased
+  rng = random.Random(7)
+  texts = [random_bytes(rng) for _ in range(20_000)]
+
+  def python_valid(b):
+    try:
+      b.decode("utf-8")
+      return True
+    except UnicodeDecodeError:
+      return False
+
+  valid = [python_valid(b) for b in texts]
+  assert 0.1 < sum(valid) / len(valid) < 0.9
+  assert in_graph.is_valid_utf8(texts).numpy().tolist() == valid
+  # A batch of valid strings skips the transcoding; mixed batches take it.
+  texts = [b for b, v in zip(texts, valid) if v] + texts
+  assert disagreements(python_tokenizer, tokenizer, texts) == []
+  assert python_tokenizer.tokenize(b"caf\xe9 ok") == ["caf", "ok"]
+
+
 def test_words_over_200_characters_become_unk(tmp_path):
   path = tmp_path / "vocab.txt"
   path.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\na\n##a\nα\n##α\n\U0001d49c\n##\U0001d49c\n",
