@@ -141,9 +141,10 @@ class InGraphTokenizer(tf.Module):
     self._is_suffix = tf.constant([t.startswith("##") for t in vocab])
 
   def normalize(self, texts):
-    """Google's cleaning and (uncased) lower-casing and accent stripping, in-graph."""
+    """Google's cleaning and (uncased) lower-casing and accent stripping of [batch] strings."""
+    texts = tf.convert_to_tensor(texts, tf.string)
     # Invalid UTF-8 bytes are dropped, as Google's convert_to_unicode does.
-    # Transcoding costs a third of the tokenizer's time, so it only runs on
+    # Transcoding would cost about a third of the tokenizer's time, so it only runs on
     # batches that need it.
     texts = tf.cond(
         tf.reduce_all(is_valid_utf8(texts)), lambda: texts,
@@ -157,7 +158,7 @@ class InGraphTokenizer(tf.Module):
 
   def tokenize(self, texts):
     """Returns the WordPiece ids of `texts` ([batch] strings) as int32 [batch, (tokens)]."""
-    texts = self.normalize(tf.convert_to_tensor(texts, tf.string))
+    texts = self.normalize(texts)
     ids, starts, ends = self._wordpiece.tokenize_with_offsets(texts)
     return self._unk_long_words(texts, ids, starts, ends)
 
