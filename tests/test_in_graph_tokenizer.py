@@ -155,7 +155,8 @@ def google_normalize(text, do_lower_case):
 def test_normalization_differs_exactly_at_documented_code_points(do_lower_case, tiny_vocab):
   tokenizer = InGraphTokenizer(tiny_vocab, do_lower_case)
   texts = [f"a{chr(cp)}Z" for cp in CODE_POINTS]
-  normalized = [t.decode("utf-8") for t in tf.function(tokenizer.normalize)(tf.constant(texts)).numpy()]
+  normalized = tf.function(tokenizer.normalize)(tf.constant(texts)).numpy()
+  normalized = [t.decode("utf-8") for t in normalized]
   differing = {cp for cp, text, got in zip(CODE_POINTS, texts, normalized)
                if got != google_normalize(text, do_lower_case)}
   expected = in_graph.NOT_LOWERCASED | in_graph.NEWER_DECOMPOSITIONS if do_lower_case else set()

@@ -99,7 +99,7 @@ def _char_class(predicate):
 
 @functools.lru_cache(maxsize=None)
 def _deleted_chars():
-  """Characters Google's BasicTokenizer deletes: NUL, U+FFFD, control (Cc, Cf but not tab, LF, CR)."""
+  """Characters Google's BasicTokenizer deletes: NUL, U+FFFD, Cc and Cf but tab, LF, CR."""
   return _char_class(lambda ch: ch == "\ufffd" or is_control(ch))
 
 
