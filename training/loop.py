@@ -1,7 +1,8 @@
 """A custom training loop under a tf.distribute strategy.
 
 The caller supplies what is specific to a job:
-  model_fn() -> tf_keras.Model, called as model(features, training=True);
+  model_fn() -> tf_keras.Model, called as model(features, training=True)
+    (a functional model gets only the features named like its inputs);
   optimizer_fn() -> optimizer (e.g. `optimizer.create_optimizer(...)`);
   loss_fn(features, outputs) -> loss, or (loss, metric_updates) where
     metric_updates maps a metric name to the arguments of its update_state;
@@ -90,6 +91,14 @@ def update_metrics(metrics, updates):
       metrics[name].update_state(args)
 
 
+def model_inputs(model, features):
+  """The features a functional model takes (labels stay out of its call)."""
+  names = getattr(model, 'input_names', None)
+  if isinstance(features, dict) and names:
+    return {name: features[name] for name in names}
+  return features
+
+
 def metric_results(metrics):
   return {name: float(metric.result()) for name, metric in metrics.items()}
 
@@ -136,7 +145,7 @@ class Trainer:
              self.config.gradient_accumulation_steps)
     variables = self.model.trainable_variables
     with tf.GradientTape() as tape:
-      outputs = self.model(features, training=True)
+      outputs = self.model(model_inputs(self.model, features), training=True)
       loss, updates = split_loss(self._loss_fn(features, outputs))
       # Summed over replicas and micro-batches, the gradient is the one of
       # the mean loss over all train_batch_size * accumulation examples.
