@@ -124,7 +124,7 @@ def test_gradient_accumulation_equals_larger_batch(one_device, tmp_path):
                              optimizer_fn=sgd, gradient_accumulation_steps=4)
   accumulated.model.set_weights(initial)
   accumulated.train()
-  assert int(accumulated.optimizer.iterations) == 6
+  assert accumulated.global_step == 6
   for name, value in weights(big.model).items():
     np.testing.assert_allclose(weights(accumulated.model)[name], value,
                                rtol=1e-5, atol=1e-6, err_msg=name)
@@ -164,7 +164,7 @@ def test_restart_resumes_and_warm_start_runs_only_at_step_zero(one_device,
   calls = []
 
   def init_fn(model):
-    calls.append(int(trainer.optimizer.iterations))
+    calls.append(trainer.global_step)
     model.get_layer('output').bias.assign([0.5])
 
   trainer = make_trainer(one_device, tmp_path, 10, init_fn=init_fn,
@@ -175,7 +175,7 @@ def test_restart_resumes_and_warm_start_runs_only_at_step_zero(one_device,
                        save_checkpoints_steps=5)
   again.train()
   assert calls == [0], 'init_fn ran on a restored run'
-  assert int(again.optimizer.iterations) == 20
+  assert again.global_step == 20
   # The restart ran 10 more steps, from the saved step 10.
   assert os.path.exists(tmp_path / 'model.ckpt-20.index')
   assert make_trainer(one_device, tmp_path, 20).train() == {}
@@ -188,7 +188,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(one_device, tmp_path):
                      match=r'Loss is nan at global step 7: stopped training.*'
                      r'latest good checkpoint is .*model.ckpt-6'):
     trainer.train()
-  assert int(trainer.optimizer.iterations) == 7
+  assert trainer.global_step == 7
   assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-6')
   for name, value in weights(trainer.model).items():
     assert np.all(np.isfinite(value)), name
@@ -296,7 +296,7 @@ def main():
   if args.result:
     with open(args.result, 'w') as f:
       json.dump({'losses': losses,
-                 'step': int(trainer.optimizer.iterations),
+                 'step': trainer.global_step,
                  'is_chief': strategy_lib.is_chief(strategy),
                  'pid': os.getpid(),
                  'weights': {k: v.tolist()

@@ -125,6 +125,11 @@ class Trainer:
                                   jit_compile=config.use_xla or None)
     self._train_steps = tf.function(self._train_steps_fn)
 
+  @property
+  def global_step(self):
+    """Optimizer steps taken (restored with the checkpoint)."""
+    return int(self.optimizer.iterations.numpy())
+
   def learning_rate(self):
     lr = self.optimizer.learning_rate
     if isinstance(lr, tf_keras.optimizers.schedules.LearningRateSchedule):
@@ -271,7 +276,7 @@ class Trainer:
         config.keep_checkpoint_max, is_chief)
     if checkpointer.restore_latest() is None and self._init_fn:
       self._init_fn(self.model)
-    step = int(self.optimizer.iterations)
+    step = self.global_step
     if step >= config.num_train_steps:
       logging.info('Global step %d >= num_train_steps %d: nothing to train',
                    step, config.num_train_steps)
@@ -285,7 +290,7 @@ class Trainer:
       while step < config.num_train_steps:
         num_steps = self._steps_to_boundary(step)
         loss = float(self._train_steps(iterator, tf.constant(num_steps)))
-        step = int(self.optimizer.iterations)
+        step = self.global_step
         if not tf.math.is_finite(loss):
           raise NonFiniteLossError(
               f'Loss is {loss} at global step {step}: stopped training. This '
