@@ -236,7 +236,7 @@ def test_evaluate_and_eval_results_file(one_device, tmp_path):
   # The numpy reference over the same 3 batches of 64.
   features = {k: np.stack([make_example(i)[k].numpy() for i in range(192)])
               for k in ('x', 'y')}
-  predictions = model(features)[:, 0].numpy()
+  predictions = model({'x': features['x']})[:, 0].numpy()
   errors = (predictions - features['y']) ** 2
   np.testing.assert_allclose(results['loss'], errors.mean(), rtol=1e-5)
   np.testing.assert_allclose(results['mse'], errors.mean(), rtol=1e-5)
