@@ -162,28 +162,27 @@ class Trainer:
       grads = self.optimizer.get_unscaled_gradients(grads)
     return loss, updates, grads
 
+  def _batch_step(self, features):
+    """Per replica: gradients of one batch; updates the metrics."""
+    loss, updates, grads = self._gradients(features)
+    update_metrics(self.metrics, updates)
+    self._loss_metric.update_state(loss)
+    return loss, grads
+
   def _replica_step(self, features):
     """Per replica: mean loss and summed gradients of one optimizer step."""
     steps = self.config.gradient_accumulation_steps
     if steps == 1:
-      loss, updates, grads = self._gradients(features)
-      update_metrics(self.metrics, updates)
-      self._loss_metric.update_state(loss)
-      return loss, grads
+      return self._batch_step(features)
     # The first micro-batch outside the loop fixes which gradients are None
     # (variables the loss does not use: not updated, as in Google's code).
-    loss, updates, grads = self._gradients(
+    total_loss, grads = self._batch_step(
         tf.nest.map_structure(lambda t: t[0], features))
-    update_metrics(self.metrics, updates)
-    self._loss_metric.update_state(loss)
-    total_loss = loss
     total_grads = [None if g is None else tf.convert_to_tensor(g)
                    for g in grads]
     for i in tf.range(1, steps):
-      micro_batch = tf.nest.map_structure(lambda t: t[i], features)  # pylint: disable=cell-var-from-loop
-      loss, updates, grads = self._gradients(micro_batch)
-      update_metrics(self.metrics, updates)
-      self._loss_metric.update_state(loss)
+      loss, grads = self._batch_step(
+          tf.nest.map_structure(lambda t: t[i], features))  # pylint: disable=cell-var-from-loop
       total_loss += loss
       total_grads = [t if t is None else t + tf.convert_to_tensor(g)
                      for t, g in zip(total_grads, grads)]
@@ -203,7 +202,8 @@ class Trainer:
     distributes the datasets and the position is not saved.
     """
     strategy = self.strategy
-    if (self.config.checkpoint_data_iterator and is_single_worker(strategy) and
+    if (self.config.checkpoint_data_iterator and
+        not strategy_lib.is_multi_worker(strategy) and
         not isinstance(strategy, tf.distribute.TPUStrategy)):
       context = tf.distribute.InputContext(
           num_input_pipelines=1, input_pipeline_id=0,
@@ -310,6 +310,3 @@ class Trainer:
       writer.close()
     return scalars
 
-
-def is_single_worker(strategy):
-  return not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)

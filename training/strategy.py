@@ -56,13 +56,17 @@ def build_strategy(name, num_gpus=0, tpu_name=None, tpu_zone=None,
                    f'got {name!r}')
 
 
+def is_multi_worker(strategy):
+  return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+
 def is_chief(strategy):
   """Whether this worker writes checkpoints and summaries.
 
   Single-worker strategies: always. Multi-worker: the "chief" task, or worker
   0 when the cluster has no chief (TF_CONFIG convention).
   """
-  if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+  if not is_multi_worker(strategy):
     return True
   resolver = strategy.cluster_resolver
   task_type, task_id = resolver.task_type, resolver.task_id
