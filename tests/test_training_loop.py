@@ -130,6 +130,40 @@ def test_gradient_accumulation_equals_larger_batch(one_device, tmp_path):
                                rtol=1e-5, atol=1e-6, err_msg=name)
 
 
+def test_embeddings_accumulate_and_unused_variables_stay(one_device,
+                                                        tmp_path):
+  """IndexedSlices gradients accumulate; a variable the loss does not use
+  gets no update (no weight decay either), as with Google's tf.gradients."""
+  def embedding_model_fn():
+    ids = tf_keras.Input((3,), dtype=tf.int32, name='input_ids')
+    pooled = tf_keras.layers.GlobalAveragePooling1D()(
+        tf_keras.layers.Embedding(50, 4, name='word_embeddings')(ids))
+    return tf_keras.Model({'input_ids': ids},
+                          [tf_keras.layers.Dense(1, name='used')(pooled),
+                           tf_keras.layers.Dense(1, name='unused')(pooled)])
+
+  def dataset_fn(context):
+    examples = tf.data.Dataset.range(100).map(lambda i: {
+        'input_ids': tf.cast(tf.stack([i % 50, 7, 9]), tf.int32),
+        'y': tf.cast(i % 2, tf.float32)})
+    return examples.repeat().batch(context.get_per_replica_batch_size(4))
+
+  def embedding_loss_fn(features, outputs):
+    return tf.reduce_mean(tf.square(outputs[0][:, 0] - features['y']))
+
+  trainer = loop.Trainer(
+      one_device, loop.TrainConfig(str(tmp_path), 4, 3,
+                                   gradient_accumulation_steps=2),
+      embedding_model_fn, lambda: optimizer_lib.AdamWeightDecay(0.1),
+      embedding_loss_fn, dataset_fn)
+  before = weights(trainer.model)
+  trainer.train()
+  after = weights(trainer.model)
+  for name in before:
+    changed = not np.array_equal(before[name], after[name])
+    assert changed == name.startswith(('word_embeddings', 'used')), name
+
+
 def test_trains_logs_summaries_and_checkpoints(one_device, tmp_path,
                                                monkeypatch):
   recorder = LossRecorder(monkeypatch)

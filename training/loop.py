@@ -160,6 +160,9 @@ class Trainer:
     grads = tape.gradient(scaled_loss, variables)
     if self._loss_scaling:
       grads = self.optimizer.get_unscaled_gradients(grads)
+    # Dense gradients (embedding lookups give IndexedSlices): the all-reduce
+    # and accumulation need fixed shapes; Google's update is dense anyway.
+    grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
     return loss, updates, grads
 
   def _batch_step(self, features):
@@ -175,17 +178,20 @@ class Trainer:
     if steps == 1:
       return self._batch_step(features)
     # The first micro-batch outside the loop fixes which gradients are None
-    # (variables the loss does not use: not updated, as in Google's code).
-    total_loss, grads = self._batch_step(
+    # (variables the loss does not use: not updated, as in Google's code);
+    # the loop carries only the others.
+    total_loss, first_grads = self._batch_step(
         tf.nest.map_structure(lambda t: t[0], features))
-    total_grads = [None if g is None else tf.convert_to_tensor(g)
-                   for g in grads]
+    used = [j for j, g in enumerate(first_grads) if g is not None]
+    totals = [first_grads[j] for j in used]
     for i in tf.range(1, steps):
       loss, grads = self._batch_step(
           tf.nest.map_structure(lambda t: t[i], features))  # pylint: disable=cell-var-from-loop
       total_loss += loss
-      total_grads = [t if t is None else t + tf.convert_to_tensor(g)
-                     for t, g in zip(total_grads, grads)]
+      totals = [t + grads[j] for t, j in zip(totals, used)]
+    total_grads = [None] * len(first_grads)
+    for j, total in zip(used, totals):
+      total_grads[j] = total
     return total_loss / steps, total_grads
 
   def _apply(self, grads):
