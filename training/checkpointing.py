@@ -1,6 +1,5 @@
 """Resumable checkpoints in `output_dir`, written by the chief only."""
 
-import os
 import re
 import shutil
 import tempfile
@@ -71,6 +70,8 @@ class Checkpointer:
       return
     tmpdir = tempfile.mkdtemp(prefix='checkpoint_')
     try:
-      self._checkpoint.write(os.path.join(tmpdir, CHECKPOINT_NAME))
+      tf.train.CheckpointManager(
+          self._checkpoint, tmpdir, 1,
+          checkpoint_name=CHECKPOINT_NAME).save(checkpoint_number=step)
     finally:
       shutil.rmtree(tmpdir, ignore_errors=True)

@@ -19,6 +19,7 @@ input position are checkpointed, so rerunning with the same output_dir resumes.
 """
 
 import dataclasses
+import math
 import time
 
 from absl import logging
@@ -281,6 +282,8 @@ class Trainer:
         tf.train.Checkpoint(**state), config.output_dir,
         config.keep_checkpoint_max, is_chief)
     if checkpointer.restore_latest() is None and self._init_fn:
+      logging.info('No checkpoint in %s: warm start (init_fn)',
+                   config.output_dir)
       self._init_fn(self.model)
     step = self.global_step
     if step >= config.num_train_steps:
@@ -297,7 +300,7 @@ class Trainer:
         num_steps = self._steps_to_boundary(step)
         loss = float(self._train_steps(iterator, tf.constant(num_steps)))
         step = self.global_step
-        if not tf.math.is_finite(loss):
+        if not math.isfinite(loss):
           raise NonFiniteLossError(
               f'Loss is {loss} at global step {step}: stopped training. This '
               'step was not applied and nothing was saved; the latest good '

@@ -26,8 +26,8 @@ def log_progress(step, num_steps, scalars):
 class ScalarWriter:
   """Writes scalar summaries to `logdir` on the chief.
 
-  Other workers write to a temporary directory deleted on `close`, so every
-  worker runs the same code (summaries of distributed values are collective).
+  Other workers write to a temporary directory deleted on `close`: every
+  worker runs the same loop code (reading distributed metrics is collective).
   """
 
   def __init__(self, logdir, is_chief):
