@@ -120,8 +120,10 @@ def test_gradient_accumulation_equals_larger_batch(one_device, tmp_path):
                      optimizer_fn=sgd)
   initial = big.model.get_weights()
   big.train()
+  # Also the strategy-distributed input path (no iterator checkpoint).
   accumulated = make_trainer(one_device, tmp_path / 'acc', 6, batch_size=8,
-                             optimizer_fn=sgd, gradient_accumulation_steps=4)
+                             optimizer_fn=sgd, gradient_accumulation_steps=4,
+                             checkpoint_data_iterator=False)
   accumulated.model.set_weights(initial)
   accumulated.train()
   assert accumulated.global_step == 6
