@@ -14,14 +14,17 @@ import sys
 import tempfile
 import time
 
+# Run from anywhere: the repository root holds the `training` package.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
-import tf_keras  # pylint: disable=g-import-not-at-top,wrong-import-position
+# pylint: disable=wrong-import-position
+import tensorflow as tf
+import tf_keras
 
-from training import loop  # pylint: disable=g-import-not-at-top,wrong-import-position
-from training import optimizer as optimizer_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
-from training import strategy as strategy_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
+from training import loop
+from training import optimizer as optimizer_lib
+from training import strategy as strategy_lib
+# pylint: enable=wrong-import-position
 
 WIDTH = 512
 

@@ -114,7 +114,8 @@ def fixture_one_device():
 
 def test_gradient_accumulation_equals_larger_batch(one_device, tmp_path):
   # Plain SGD: unlike Adam it is not invariant to a wrong gradient scale.
-  sgd = lambda: tf_keras.optimizers.legacy.SGD(0.1)  # pylint: disable=unnecessary-lambda-assignment
+  def sgd():
+    return tf_keras.optimizers.legacy.SGD(0.1)
   tf_keras.utils.set_random_seed(1)
   big = make_trainer(one_device, tmp_path / 'big', 6, batch_size=32,
                      optimizer_fn=sgd)
@@ -180,7 +181,8 @@ def test_trains_logs_summaries_and_checkpoints(one_device, tmp_path,
   np.testing.assert_allclose(scalars['loss'], scalars['mse'], rtol=1e-5)
   assert scalars['learning_rate'] == 0.0  # End of the linear decay.
   # Saved at 15 and 30, and at the end; two kept.
-  assert tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == [
+  state = tf.train.get_checkpoint_state(str(tmp_path))
+  assert state.all_model_checkpoint_paths == [
       str(tmp_path / 'model.ckpt-30'), str(tmp_path / 'model.ckpt-40')]
   events = {}
   for path in glob.glob(str(tmp_path / 'events.out.tfevents.*')):

@@ -186,8 +186,8 @@ class Trainer:
     used = [j for j, g in enumerate(first_grads) if g is not None]
     totals = [first_grads[j] for j in used]
     for i in tf.range(1, steps):
-      loss, grads = self._batch_step(
-          tf.nest.map_structure(lambda t: t[i], features))  # pylint: disable=cell-var-from-loop
+      micro_batch = tf.nest.map_structure(lambda t, i=i: t[i], features)
+      loss, grads = self._batch_step(micro_batch)
       total_loss += loss
       totals = [t + grads[j] for t, j in zip(totals, used)]
     total_grads = [None] * len(first_grads)
@@ -249,9 +249,10 @@ class Trainer:
   def _steps_to_boundary(self, step):
     """Steps until the next log, checkpoint or end, at most one inner loop."""
     config = self.config
+    save_every = config.save_checkpoints_steps
     return min(config.iterations_per_loop,
                config.log_steps - step % config.log_steps,
-               config.save_checkpoints_steps - step % config.save_checkpoints_steps,
+               save_every - step % save_every,
                config.num_train_steps - step)
 
   def _scalars(self, examples_per_second):
@@ -308,8 +309,9 @@ class Trainer:
         at_end = step >= config.num_train_steps
         if step % config.log_steps == 0 or at_end:
           now = time.time()
-          scalars = self._scalars(
-              (step - last_log_step) * examples_per_step / (now - last_log_time))
+          rate = ((step - last_log_step) * examples_per_step /
+                  (now - last_log_time))
+          scalars = self._scalars(rate)
           summaries.log_progress(step, config.num_train_steps, scalars)
           writer.write(scalars, step)
           last_log_step, last_log_time = step, now

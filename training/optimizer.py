@@ -147,11 +147,11 @@ class Lamb(AdamWeightDecay):
     return config
 
 
-def create_optimizer(init_lr, num_train_steps, num_warmup_steps,
-                     optimizer_type='adamw',
-                     weight_decay_rate=DEFAULT_WEIGHT_DECAY_RATE,
-                     exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
-                     clip_norm=DEFAULT_CLIP_NORM):
+def create_optimizer(
+    init_lr, num_train_steps, num_warmup_steps, optimizer_type='adamw',
+    weight_decay_rate=DEFAULT_WEIGHT_DECAY_RATE,
+    exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
+    clip_norm=DEFAULT_CLIP_NORM):
   """Google's `optimization.create_optimizer`: schedule + optimizer + clipping.
 
   Gradients are clipped to global norm `clip_norm` after the cross-replica sum

@@ -1,4 +1,4 @@
-"""Mixed precision: Keras dtype policies for the model, loss scaling for fp16."""
+"""Mixed precision: Keras dtype policies for the model, fp16 loss scaling."""
 
 import contextlib
 

@@ -1,4 +1,4 @@
-"""Google BERT's learning-rate schedule: linear warmup, then linear decay to zero."""
+"""Google BERT's learning rate: linear warmup, then linear decay to zero."""
 
 import tensorflow as tf
 import tf_keras
@@ -17,7 +17,8 @@ class WarmupPolynomialDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
                power=1.0, end_learning_rate=0.0, name=None):
     super().__init__()
     if num_train_steps <= 0:
-      raise ValueError(f'num_train_steps must be positive, got {num_train_steps}')
+      raise ValueError(
+          f'num_train_steps must be positive, got {num_train_steps}')
     if num_warmup_steps < 0:
       raise ValueError(
           f'num_warmup_steps must be >= 0, got {num_warmup_steps}')

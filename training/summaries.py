@@ -1,4 +1,4 @@
-"""Progress lines (absl logging) and TensorBoard scalars, written by the chief."""
+"""Progress lines (absl logging) and TensorBoard scalars from the chief."""
 
 import shutil
 import tempfile
