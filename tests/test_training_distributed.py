@@ -101,6 +101,10 @@ def test_mirrored_over_two_cpus_matches_one_device(tmp_path, monkeypatch):
   one_device_run(tmp_path / 'one', 20, log_steps=1).train()
   # Same global batch of 16 (2 x 8 vs 1 x 16), float32 sums in another order.
   np.testing.assert_allclose(result['losses'], recorder.losses, rtol=1e-5)
+  # evaluation.predict gives the replicas' outputs back in dataset order.
+  np.testing.assert_allclose(result['predictions'],
+                             result['direct_predictions'], rtol=1e-5,
+                             atol=1e-6)
 
 
 def free_port():

@@ -290,6 +290,21 @@ def test_evaluate_and_eval_results_file(one_device, tmp_path):
   assert os.listdir(tmp_path) == ['eval_results.txt']
 
 
+def test_predict_yields_outputs_in_dataset_order(one_device):
+  model = model_fn()
+
+  def dataset_fn(context):
+    del context
+    # 50 examples in batches of 16: the last batch has 2.
+    return tf.data.Dataset.range(50).map(make_example).batch(16)
+
+  batches = list(evaluation.predict(one_device, model, dataset_fn))
+  assert [len(b) for b in batches] == [16, 16, 16, 2]
+  x = np.stack([make_example(i)['x'].numpy() for i in range(50)])
+  np.testing.assert_allclose(np.concatenate(batches), model({'x': x}).numpy(),
+                             rtol=1e-5, atol=1e-6)
+
+
 def test_config_rejects_bad_values(tmp_path):
   with pytest.raises(ValueError, match='num_train_steps must be positive'):
     loop.TrainConfig(str(tmp_path), 8, 0)
@@ -332,8 +347,16 @@ def main():
       log_steps=args.log_steps, iterations_per_loop=args.iterations_per_loop)
   trainer.train()
   if args.result:
+    # 36 examples in per-replica batches of 8: the last step is uneven.
+    predictions = np.concatenate(list(evaluation.predict(
+        strategy, trainer.model,
+        lambda context: tf.data.Dataset.range(36).map(make_example).batch(8))))
+    direct = trainer.model(
+        {'x': np.stack([make_example(i)['x'].numpy() for i in range(36)])})
     with open(args.result, 'w') as f:
       json.dump({'losses': losses,
+                 'predictions': predictions.tolist(),
+                 'direct_predictions': direct.numpy().tolist(),
                  'step': trainer.global_step,
                  'is_chief': strategy_lib.is_chief(strategy),
                  'pid': os.getpid(),

@@ -38,6 +38,25 @@ def evaluate(strategy, model, loss_fn, dataset_fn, metrics_fn=None,
   return loop.metric_results(metrics)
 
 
+def predict(strategy, model, dataset_fn):
+  """Yields the model's outputs (numpy, nested like the model's) per batch.
+
+  `dataset_fn` is a finite dataset_fn like the training loop's. Under several
+  replicas on one worker, the replicas' batches come back in dataset order
+  (replica i of a step holds the step's i-th batch); a worker of a multi-worker
+  strategy yields the outputs of its own shard.
+  """
+  @tf.function
+  def step(features):
+    return strategy.run(
+        lambda f: model(loop.model_inputs(model, f), training=False),
+        args=(features,))
+
+  for features in strategy.distribute_datasets_from_function(dataset_fn):
+    for outputs in strategy.experimental_local_results(step(features)):
+      yield tf.nest.map_structure(lambda t: t.numpy(), outputs)
+
+
 def format_results(results):
   """Google's lines: 'key = value', sorted keys, values printed as numpy's."""
   lines = []
