@@ -305,6 +305,18 @@ def test_predict_yields_outputs_in_dataset_order(one_device):
                              rtol=1e-5, atol=1e-6)
 
 
+def test_metric_updates_name_defined_metrics():
+  metrics = {'acc': tf_keras.metrics.Accuracy(), 'mean': tf_keras.metrics.Mean()}
+  loop.update_metrics(metrics, {
+      'acc': {'y_true': [1, 2, 3], 'y_pred': [1, 2, 0],
+              'sample_weight': [1.0, 1.0, 2.0]},
+      'mean': ([1.0, 3.0], [3.0, 1.0])})
+  assert loop.metric_results(metrics) == {'acc': 0.5, 'mean': 1.5}
+  with pytest.raises(KeyError, match=r"updates metrics \['auc'\] that "
+                     r"metrics_fn does not define \(it has \['acc', 'mean'\]"):
+    loop.update_metrics(metrics, {'auc': 1.0})
+
+
 def test_config_rejects_bad_values(tmp_path):
   with pytest.raises(ValueError, match='num_train_steps must be positive'):
     loop.TrainConfig(str(tmp_path), 8, 0)
