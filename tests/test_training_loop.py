@@ -317,13 +317,18 @@ def test_metric_updates_name_defined_metrics():
     loop.update_metrics(metrics, {'auc': 1.0})
 
 
-def test_config_rejects_bad_values(tmp_path):
+def test_config_rejects_bad_values(tmp_path, monkeypatch):
   with pytest.raises(ValueError, match='num_train_steps must be positive'):
     loop.TrainConfig(str(tmp_path), 8, 0)
   with pytest.raises(ValueError, match='dtype must be one of'):
     loop.TrainConfig(str(tmp_path), 8, 10, dtype='float16')
   with pytest.raises(ValueError, match='distribution strategy must be one of'):
     strategy_lib.build_strategy('parameter_server')
+  with pytest.raises(ValueError, match='num_gpus=2 but only 0 GPUs'):
+    strategy_lib.build_strategy('mirrored', num_gpus=2)
+  monkeypatch.delenv('TF_CONFIG', raising=False)
+  with pytest.raises(ValueError, match='needs the cluster in the TF_CONFIG'):
+    strategy_lib.build_strategy('multi_worker_mirrored')
 
 
 def main():

@@ -19,12 +19,13 @@ def split_cpu(num_devices):
       cpu, [tf.config.LogicalDeviceConfiguration()] * num_devices)
 
 
-def build_strategy(name, num_gpus=0, tpu_name=None, tpu_zone=None,
+def build_strategy(name, num_gpus=None, tpu_name=None, tpu_zone=None,
                    gcp_project=None):
   """Returns the strategy called `name` (one of STRATEGIES).
 
-  one_device: the first GPU, else the CPU. mirrored: `num_gpus` GPUs, or with
-  num_gpus=0 every logical CPU device (see `split_cpu`).
+  one_device: the first GPU, else the CPU. mirrored: the first `num_gpus`
+  GPUs; every GPU when num_gpus is None; every logical CPU device (see
+  `split_cpu`) when num_gpus is 0 or None on a machine without GPUs.
   multi_worker_mirrored: the cluster in the TF_CONFIG environment variable.
   tpu: the TPU `tpu_name` (in `tpu_zone` of `gcp_project`).
   """
@@ -32,14 +33,14 @@ def build_strategy(name, num_gpus=0, tpu_name=None, tpu_zone=None,
     gpus = tf.config.list_logical_devices('GPU')
     return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else '/cpu:0')
   if name == 'mirrored':
-    if num_gpus:
-      gpus = tf.config.list_logical_devices('GPU')
-      if len(gpus) < num_gpus:
-        raise ValueError(f'num_gpus={num_gpus} but only {len(gpus)} GPUs are '
-                         'visible')
-      devices = [d.name for d in gpus[:num_gpus]]
-    else:
-      devices = [d.name for d in tf.config.list_logical_devices('CPU')]
+    gpus = [d.name for d in tf.config.list_logical_devices('GPU')]
+    if num_gpus is None:
+      num_gpus = len(gpus)
+    if len(gpus) < num_gpus:
+      raise ValueError(f'num_gpus={num_gpus} but only {len(gpus)} GPUs are '
+                       'visible')
+    devices = (gpus[:num_gpus] or
+               [d.name for d in tf.config.list_logical_devices('CPU')])
     return tf.distribute.MirroredStrategy(devices)
   if name == 'multi_worker_mirrored':
     if 'TF_CONFIG' not in os.environ:
