@@ -1,0 +1,385 @@
+"""The training loop on a toy regression job, in process on one device.
+
+`python -m tests.test_training_loop --output_dir DIR ...` runs the same toy job
+as a script: the subprocess tests (kill/resume, mirrored, multi-worker) use it.
+"""
+
+import argparse
+import glob
+import json
+import os
+
+from absl import logging
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from training import checkpointing
+from training import evaluation
+from training import loop
+from training import optimizer as optimizer_lib
+from training import strategy as strategy_lib
+
+NUM_FEATURES = 8
+NUM_EXAMPLES = 4096
+TRUE_WEIGHTS = np.linspace(-1.0, 1.0, NUM_FEATURES).astype(np.float32)
+
+
+def model_fn():
+  """A small MLP with a dict input, like the BERT model's."""
+  x = tf_keras.Input((NUM_FEATURES,), name='x')
+  hidden = tf_keras.layers.Dense(32, activation='tanh', name='hidden')(x)
+  hidden = tf_keras.layers.LayerNormalization(name='LayerNorm')(hidden)
+  y = tf_keras.layers.Dense(1, name='output')(hidden)
+  return tf_keras.Model({'x': x}, y)
+
+
+def make_example(index):
+  """Example `index`: x ~ N(0, 1) from a stateless seed, y = x.w (+ a NaN
+  in x when index is negative, to poison a batch)."""
+  x = tf.random.stateless_normal([NUM_FEATURES], seed=tf.stack([index, 7]))
+  poison = tf.where(index < 0, np.nan, 0.0)
+  return {'x': x + poison, 'y': tf.tensordot(x, TRUE_WEIGHTS, 1)}
+
+
+def make_dataset_fn(batch_size, poison_batch=None):
+  """dataset_fn over NUM_EXAMPLES examples, sharded by input pipeline.
+
+  `batch_size` is global; batch number `poison_batch` (0-based, per input
+  pipeline) gets NaN inputs.
+  """
+  def dataset_fn(context):
+    per_replica = context.get_per_replica_batch_size(batch_size)
+    indices = tf.data.Dataset.range(NUM_EXAMPLES).shard(
+        context.num_input_pipelines, context.input_pipeline_id).repeat()
+    if poison_batch is not None:
+      start = poison_batch * per_replica
+      indices = indices.enumerate().map(
+          lambda n, i: tf.where((n >= start) & (n < start + per_replica),
+                                -1 - i, i))
+    return indices.map(make_example).batch(per_replica, drop_remainder=True)
+  return dataset_fn
+
+
+def loss_fn(features, outputs):
+  predictions = tf.cast(outputs[:, 0], tf.float32)
+  errors = tf.square(predictions - features['y'])
+  return tf.reduce_mean(errors), {'mse': errors,
+                                  'mae': (features['y'], predictions)}
+
+
+def metrics_fn():
+  return {'mse': tf_keras.metrics.Mean(),
+          'mae': tf_keras.metrics.MeanAbsoluteError()}
+
+
+def make_trainer(strategy, output_dir, num_train_steps, batch_size=16,
+                 learning_rate=0.05, poison_batch=None, init_fn=None,
+                 optimizer_fn=None, **config):
+  config.setdefault('log_steps', 5)
+  config.setdefault('save_checkpoints_steps', 1000)
+  return loop.Trainer(
+      strategy,
+      loop.TrainConfig(output_dir=str(output_dir), train_batch_size=batch_size,
+                       num_train_steps=num_train_steps, **config),
+      model_fn,
+      optimizer_fn or (lambda: optimizer_lib.create_optimizer(
+          learning_rate, num_train_steps, num_train_steps // 10)),
+      loss_fn, make_dataset_fn(batch_size, poison_batch), metrics_fn,
+      init_fn)
+
+
+class LossRecorder:
+  """Collects the 'loss' of every progress line."""
+
+  def __init__(self, monkeypatch):
+    self.losses = []
+    original = loop.summaries.log_progress
+
+    def log_progress(step, num_steps, scalars):
+      self.losses.append(scalars['loss'])
+      original(step, num_steps, scalars)
+    monkeypatch.setattr(loop.summaries, 'log_progress', log_progress)
+
+
+def weights(model):
+  return {v.name: v.numpy() for v in model.weights}
+
+
+@pytest.fixture(name='one_device')
+def fixture_one_device():
+  return strategy_lib.build_strategy('one_device')
+
+
+def test_gradient_accumulation_equals_larger_batch(one_device, tmp_path):
+  # Plain SGD: unlike Adam it is not invariant to a wrong gradient scale.
+  def sgd():
+    return tf_keras.optimizers.legacy.SGD(0.1)
+  tf_keras.utils.set_random_seed(1)
+  big = make_trainer(one_device, tmp_path / 'big', 6, batch_size=32,
+                     optimizer_fn=sgd)
+  initial = big.model.get_weights()
+  big.train()
+  # Also the strategy-distributed input path (no iterator checkpoint).
+  accumulated = make_trainer(one_device, tmp_path / 'acc', 6, batch_size=8,
+                             optimizer_fn=sgd, gradient_accumulation_steps=4,
+                             checkpoint_data_iterator=False)
+  accumulated.model.set_weights(initial)
+  accumulated.train()
+  assert accumulated.global_step == 6
+  for name, value in weights(big.model).items():
+    np.testing.assert_allclose(weights(accumulated.model)[name], value,
+                               rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_embeddings_accumulate_and_unused_variables_stay(one_device,
+                                                        tmp_path):
+  """IndexedSlices gradients accumulate; a variable the loss does not use
+  gets no update (no weight decay either), as with Google's tf.gradients."""
+  def embedding_model_fn():
+    ids = tf_keras.Input((3,), dtype=tf.int32, name='input_ids')
+    pooled = tf_keras.layers.GlobalAveragePooling1D()(
+        tf_keras.layers.Embedding(50, 4, name='word_embeddings')(ids))
+    return tf_keras.Model({'input_ids': ids},
+                          [tf_keras.layers.Dense(1, name='used')(pooled),
+                           tf_keras.layers.Dense(1, name='unused')(pooled)])
+
+  def dataset_fn(context):
+    examples = tf.data.Dataset.range(100).map(lambda i: {
+        'input_ids': tf.cast(tf.stack([i % 50, 7, 9]), tf.int32),
+        'y': tf.cast(i % 2, tf.float32)})
+    return examples.repeat().batch(context.get_per_replica_batch_size(4))
+
+  def embedding_loss_fn(features, outputs):
+    return tf.reduce_mean(tf.square(outputs[0][:, 0] - features['y']))
+
+  trainer = loop.Trainer(
+      one_device, loop.TrainConfig(str(tmp_path), 4, 3,
+                                   gradient_accumulation_steps=2),
+      embedding_model_fn, lambda: optimizer_lib.AdamWeightDecay(0.1),
+      embedding_loss_fn, dataset_fn)
+  before = weights(trainer.model)
+  trainer.train()
+  after = weights(trainer.model)
+  for name in before:
+    changed = not np.array_equal(before[name], after[name])
+    assert changed == name.startswith(('word_embeddings', 'used')), name
+
+
+def test_trains_logs_summaries_and_checkpoints(one_device, tmp_path,
+                                               monkeypatch):
+  recorder = LossRecorder(monkeypatch)
+  trainer = make_trainer(one_device, tmp_path, 40, log_steps=10,
+                         save_checkpoints_steps=15, keep_checkpoint_max=2,
+                         iterations_per_loop=4)
+  scalars = trainer.train()
+  assert recorder.losses[-1] < 0.2 * recorder.losses[0], recorder.losses
+  assert set(scalars) == {'loss', 'learning_rate', 'examples_per_second',
+                          'mse', 'mae'}
+  # The loss is the batch mean of the squared errors the mse metric averages.
+  np.testing.assert_allclose(scalars['loss'], scalars['mse'], rtol=1e-5)
+  assert scalars['learning_rate'] == 0.0  # End of the linear decay.
+  # Saved at 15 and 30, and at the end; two kept.
+  state = tf.train.get_checkpoint_state(str(tmp_path))
+  assert state.all_model_checkpoint_paths == [
+      str(tmp_path / 'model.ckpt-30'), str(tmp_path / 'model.ckpt-40')]
+  events = {}
+  for path in glob.glob(str(tmp_path / 'events.out.tfevents.*')):
+    for record in tf.data.TFRecordDataset(path):
+      event = tf.compat.v1.Event.FromString(record.numpy())
+      for value in event.summary.value:
+        events.setdefault(value.tag, {})[event.step] = float(
+            tf.make_ndarray(value.tensor))
+  assert set(events) == set(scalars)
+  assert sorted(events['loss']) == [10, 20, 30, 40]
+  np.testing.assert_allclose(list(events['loss'].values()), recorder.losses)
+  np.testing.assert_allclose(events['learning_rate'][20], 0.05 * 20 / 40)
+
+
+def test_restart_resumes_and_warm_start_runs_only_at_step_zero(one_device,
+                                                               tmp_path):
+  calls = []
+
+  def init_fn(model):
+    calls.append(trainer.global_step)
+    model.get_layer('output').bias.assign([0.5])
+
+  trainer = make_trainer(one_device, tmp_path, 10, init_fn=init_fn,
+                         save_checkpoints_steps=5)
+  trainer.train()
+  assert calls == [0]
+  again = make_trainer(one_device, tmp_path, 20, init_fn=init_fn,
+                       save_checkpoints_steps=5)
+  again.train()
+  assert calls == [0], 'init_fn ran on a restored run'
+  assert again.global_step == 20
+  # The restart ran 10 more steps, from the saved step 10.
+  assert os.path.exists(tmp_path / 'model.ckpt-20.index')
+  assert make_trainer(one_device, tmp_path, 20).train() == {}
+
+
+def test_nan_loss_stops_and_keeps_last_good_checkpoint(one_device, tmp_path):
+  trainer = make_trainer(one_device, tmp_path, 20, poison_batch=7,
+                         save_checkpoints_steps=3, iterations_per_loop=10)
+  with pytest.raises(loop.NonFiniteLossError,
+                     match=r'Loss is nan at global step 7: stopped training.*'
+                     r'latest good checkpoint is .*model.ckpt-6'):
+    trainer.train()
+  assert trainer.global_step == 7
+  assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-6')
+  for name, value in weights(trainer.model).items():
+    assert np.all(np.isfinite(value)), name
+  restored = model_fn()
+  assert checkpointing.restore_weights(restored, str(tmp_path)) == 6
+  for variable in restored.weights:
+    assert np.all(np.isfinite(variable.numpy())), variable.name
+
+
+@pytest.mark.parametrize('dtype', ['mixed_bfloat16', 'mixed_float16'])
+def test_mixed_precision_trains(one_device, tmp_path, monkeypatch, dtype):
+  recorder = LossRecorder(monkeypatch)
+  trainer = make_trainer(one_device, tmp_path, 30, dtype=dtype, log_steps=10)
+  trainer.train()
+  compute_dtype = {'mixed_bfloat16': 'bfloat16', 'mixed_float16': 'float16'}
+  assert trainer.model.get_layer('hidden').compute_dtype == compute_dtype[dtype]
+  assert trainer.model.get_layer('hidden').kernel.dtype == tf.float32
+  assert isinstance(trainer.optimizer,
+                    tf_keras.mixed_precision.LossScaleOptimizer) == (
+                        dtype == 'mixed_float16')
+  assert recorder.losses[-1] < 0.5 * recorder.losses[0], recorder.losses
+  # The policy was scoped to the model: the global one is untouched.
+  assert tf_keras.mixed_precision.global_policy().name == 'float32'
+
+
+def test_xla_gives_the_same_losses(one_device, tmp_path, monkeypatch):
+  recorder = LossRecorder(monkeypatch)
+  tf_keras.utils.set_random_seed(3)
+  plain = make_trainer(one_device, tmp_path / 'plain', 20)
+  initial = plain.model.get_weights()
+  plain.train()
+  xla = make_trainer(one_device, tmp_path / 'xla', 20, use_xla=True)
+  xla.model.set_weights(initial)
+  xla.train()
+  plain_losses, xla_losses = recorder.losses[:4], recorder.losses[4:]
+  assert len(xla_losses) == 4
+  np.testing.assert_allclose(xla_losses, plain_losses, rtol=1e-4)
+
+
+def test_evaluate_and_eval_results_file(one_device, tmp_path):
+  model = model_fn()
+  results = evaluation.evaluate(one_device, model, loss_fn,
+                                make_dataset_fn(64), metrics_fn,
+                                max_eval_steps=3)
+  # The numpy reference over the same 3 batches of 64.
+  features = {k: np.stack([make_example(i)[k].numpy() for i in range(192)])
+              for k in ('x', 'y')}
+  predictions = model({'x': features['x']})[:, 0].numpy()
+  errors = (predictions - features['y']) ** 2
+  np.testing.assert_allclose(results['loss'], errors.mean(), rtol=1e-5)
+  np.testing.assert_allclose(results['mse'], errors.mean(), rtol=1e-5)
+  np.testing.assert_allclose(
+      results['mae'], np.abs(predictions - features['y']).mean(), rtol=1e-5)
+  path = str(tmp_path / 'eval_results.txt')
+  evaluation.write_eval_results(path, {**results, 'global_step': 20})
+  lines = open(path).read().splitlines()
+  assert [line.split(' = ')[0] for line in lines] == [
+      'global_step', 'loss', 'mae', 'mse']
+  assert lines[0] == 'global_step = 20'
+  assert lines[1] == f"loss = {np.float32(results['loss'])}"
+  assert os.listdir(tmp_path) == ['eval_results.txt']
+
+
+def test_predict_yields_outputs_in_dataset_order(one_device):
+  model = model_fn()
+
+  def dataset_fn(context):
+    del context
+    # 50 examples in batches of 16: the last batch has 2.
+    return tf.data.Dataset.range(50).map(make_example).batch(16)
+
+  batches = list(evaluation.predict(one_device, model, dataset_fn))
+  assert [len(b) for b in batches] == [16, 16, 16, 2]
+  x = np.stack([make_example(i)['x'].numpy() for i in range(50)])
+  np.testing.assert_allclose(np.concatenate(batches), model({'x': x}).numpy(),
+                             rtol=1e-5, atol=1e-6)
+
+
+def test_metric_updates_name_defined_metrics():
+  metrics = {'acc': tf_keras.metrics.Accuracy(), 'mean': tf_keras.metrics.Mean()}
+  loop.update_metrics(metrics, {
+      'acc': {'y_true': [1, 2, 3], 'y_pred': [1, 2, 0],
+              'sample_weight': [1.0, 1.0, 2.0]},
+      'mean': ([1.0, 3.0], [3.0, 1.0])})
+  assert loop.metric_results(metrics) == {'acc': 0.5, 'mean': 1.5}
+  with pytest.raises(KeyError, match=r"updates metrics \['auc'\] that "
+                     r"metrics_fn does not define \(it has \['acc', 'mean'\]"):
+    loop.update_metrics(metrics, {'auc': 1.0})
+
+
+def test_config_rejects_bad_values(tmp_path, monkeypatch):
+  with pytest.raises(ValueError, match='num_train_steps must be positive'):
+    loop.TrainConfig(str(tmp_path), 8, 0)
+  with pytest.raises(ValueError, match='dtype must be one of'):
+    loop.TrainConfig(str(tmp_path), 8, 10, dtype='float16')
+  with pytest.raises(ValueError, match='distribution strategy must be one of'):
+    strategy_lib.build_strategy('parameter_server')
+  with pytest.raises(ValueError, match='num_gpus=2 but only 0 GPUs'):
+    strategy_lib.build_strategy('mirrored', num_gpus=2)
+  monkeypatch.delenv('TF_CONFIG', raising=False)
+  with pytest.raises(ValueError, match='needs the cluster in the TF_CONFIG'):
+    strategy_lib.build_strategy('multi_worker_mirrored')
+
+
+def main():
+  """Trains the toy job (for the subprocess tests)."""
+  parser = argparse.ArgumentParser()
+  parser.add_argument('--output_dir', required=True)
+  parser.add_argument('--strategy', default='one_device')
+  parser.add_argument('--split_cpu', type=int, default=0)
+  parser.add_argument('--num_train_steps', type=int, default=20)
+  parser.add_argument('--batch_size', type=int, default=16)
+  parser.add_argument('--save_checkpoints_steps', type=int, default=1000)
+  parser.add_argument('--log_steps', type=int, default=5)
+  parser.add_argument('--iterations_per_loop', type=int, default=1000)
+  parser.add_argument('--seed', type=int, default=0)
+  parser.add_argument('--result', help='json file for losses and weights')
+  args = parser.parse_args()
+  logging.set_verbosity(logging.INFO)
+  if args.split_cpu:
+    strategy_lib.split_cpu(args.split_cpu)
+  strategy = strategy_lib.build_strategy(args.strategy)
+  tf_keras.utils.set_random_seed(args.seed)
+  losses = []
+  original = loop.summaries.log_progress
+
+  def log_progress(step, num_steps, scalars):
+    losses.append(scalars['loss'])
+    original(step, num_steps, scalars)
+  loop.summaries.log_progress = log_progress
+  trainer = make_trainer(
+      strategy, args.output_dir, args.num_train_steps,
+      batch_size=args.batch_size,
+      save_checkpoints_steps=args.save_checkpoints_steps,
+      log_steps=args.log_steps, iterations_per_loop=args.iterations_per_loop)
+  trainer.train()
+  if args.result:
+    # 36 examples in per-replica batches of 8: the last step is uneven.
+    predictions = np.concatenate(list(evaluation.predict(
+        strategy, trainer.model,
+        lambda context: tf.data.Dataset.range(36).map(make_example).batch(8))))
+    direct = trainer.model(
+        {'x': np.stack([make_example(i)['x'].numpy() for i in range(36)])})
+    with open(args.result, 'w') as f:
+      json.dump({'losses': losses,
+                 'predictions': predictions.tolist(),
+                 'direct_predictions': direct.numpy().tolist(),
+                 'step': trainer.global_step,
+                 'is_chief': strategy_lib.is_chief(strategy),
+                 'pid': os.getpid(),
+                 'weights': {k: v.tolist()
+                             for k, v in weights(trainer.model).items()}}, f)
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,77 @@
+"""Resumable checkpoints in `output_dir`, written by the chief only."""
+
+import re
+import shutil
+import tempfile
+
+from absl import logging
+import tensorflow as tf
+
+# Estimator's prefix: files are model.ckpt-<step>.index / .data-*.
+CHECKPOINT_NAME = 'model.ckpt'
+
+
+def checkpoint_step(path):
+  """The global step in a checkpoint path such as .../model.ckpt-1000."""
+  match = re.search(r'-(\d+)$', path)
+  if not match:
+    raise ValueError(f'checkpoint path {path!r} does not end in -<step>')
+  return int(match.group(1))
+
+
+def restore_weights(model, path):
+  """Loads only the model's variables from a training checkpoint (for eval).
+
+  `path` is a checkpoint prefix or a directory (its latest checkpoint).
+  Returns the checkpoint's global step.
+  """
+  if tf.io.gfile.isdir(path):
+    latest = tf.train.latest_checkpoint(path)
+    if latest is None:
+      raise FileNotFoundError(f'no checkpoint in {path}')
+    path = latest
+  tf.train.Checkpoint(model=model).restore(path).expect_partial()
+  return checkpoint_step(path)
+
+
+class Checkpointer:
+  """Saves `checkpoint` every so often and restores the latest one.
+
+  Non-chief workers take part in each save (it can involve collectives) but
+  write to a temporary directory that is deleted right after.
+  """
+
+  def __init__(self, checkpoint, directory, max_to_keep, is_chief):
+    self._checkpoint = checkpoint
+    self._directory = directory
+    self._is_chief = is_chief
+    if is_chief:
+      self._manager = tf.train.CheckpointManager(
+          checkpoint, directory, max_to_keep, checkpoint_name=CHECKPOINT_NAME)
+
+  @property
+  def latest(self):
+    """The latest checkpoint in `directory`, or None."""
+    return tf.train.latest_checkpoint(self._directory)
+
+  def restore_latest(self):
+    """Restores the latest checkpoint; returns its path, or None if none."""
+    latest = self.latest
+    if latest is not None:
+      self._checkpoint.restore(latest).assert_existing_objects_matched()
+      logging.info('Restored checkpoint %s at step %d', latest,
+                   checkpoint_step(latest))
+    return latest
+
+  def save(self, step):
+    if self._is_chief:
+      path = self._manager.save(checkpoint_number=step)
+      logging.info('Saved checkpoint %s', path)
+      return
+    tmpdir = tempfile.mkdtemp(prefix='checkpoint_')
+    try:
+      tf.train.CheckpointManager(
+          self._checkpoint, tmpdir, 1,
+          checkpoint_name=CHECKPOINT_NAME).save(checkpoint_number=step)
+    finally:
+      shutil.rmtree(tmpdir, ignore_errors=True)

@@ -1,0 +1,80 @@
+"""Evaluation under a strategy, and Google's eval_results.txt."""
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from training import loop
+
+
+def evaluate(strategy, model, loss_fn, dataset_fn, metrics_fn=None,
+             max_eval_steps=None):
+  """Runs up to `max_eval_steps` batches (None: the whole dataset).
+
+  `loss_fn`, `metrics_fn` and `dataset_fn` are the training loop's (the
+  dataset batched for evaluation). Returns {'loss': mean of the batch losses,
+  **metric results}, floats, like Estimator's evaluate.
+  """
+  with strategy.scope():
+    metrics = dict(metrics_fn()) if metrics_fn else {}
+    metrics['loss'] = tf_keras.metrics.Mean('loss')
+
+  def replica_step(features):
+    outputs = model(loop.model_inputs(model, features), training=False)
+    loss, updates = loop.split_loss(loss_fn(features, outputs))
+    loop.update_metrics(metrics, updates)
+    metrics['loss'].update_state(loss)
+
+  @tf.function
+  def step(features):
+    strategy.run(replica_step, args=(features,))
+
+  dataset = strategy.distribute_datasets_from_function(dataset_fn)
+  for num_batches, features in enumerate(dataset):
+    if max_eval_steps is not None and num_batches >= max_eval_steps:
+      break
+    step(features)
+  return loop.metric_results(metrics)
+
+
+def predict(strategy, model, dataset_fn):
+  """Yields the model's outputs (numpy, nested like the model's) per batch.
+
+  `dataset_fn` is a finite dataset_fn like the training loop's. Under several
+  replicas on one worker, the replicas' batches come back in dataset order
+  (replica i of a step holds the step's i-th batch); a worker of a multi-worker
+  strategy yields the outputs of its own shard.
+  """
+  @tf.function
+  def step(features):
+    return strategy.run(
+        lambda f: model(loop.model_inputs(model, f), training=False),
+        args=(features,))
+
+  for features in strategy.distribute_datasets_from_function(dataset_fn):
+    for outputs in strategy.experimental_local_results(step(features)):
+      yield tf.nest.map_structure(lambda t: t.numpy(), outputs)
+
+
+def format_results(results):
+  """Google's lines: 'key = value', sorted keys, values printed as numpy's."""
+  lines = []
+  for key in sorted(results):
+    value = results[key]
+    if isinstance(value, float):
+      value = np.float32(value)
+    lines.append(f'{key} = {value}\n')
+  return ''.join(lines)
+
+
+def write_eval_results(path, results):
+  """Logs the results and writes them to `path` atomically."""
+  text = format_results(results)
+  logging.info('***** Eval results *****')
+  for line in text.splitlines():
+    logging.info('  %s', line)
+  tmp_path = path + '.tmp'
+  with tf.io.gfile.GFile(tmp_path, 'w') as f:
+    f.write(text)
+  tf.io.gfile.rename(tmp_path, path, overwrite=True)

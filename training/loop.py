@@ -1,0 +1,323 @@
+"""A custom training loop under a tf.distribute strategy.
+
+The caller supplies what is specific to a job:
+  model_fn() -> tf_keras.Model, called as model(features, training=True)
+    (a functional model gets only the features named like its inputs);
+  optimizer_fn() -> optimizer (e.g. `optimizer.create_optimizer(...)`);
+  loss_fn(features, outputs) -> loss, or (loss, metric_updates) where
+    metric_updates maps a metric name to the arguments of its update_state;
+    loss is the MEAN over the per-replica batch (the loop turns it into the
+    global-batch mean);
+  metrics_fn() -> {name: tf_keras.metrics.Metric} (optional);
+  dataset_fn(input_context) -> tf.data.Dataset of feature dicts, batched to
+    input_context.get_per_replica_batch_size(train_batch_size) and sharded
+    by input_context (file-level sharding);
+  init_fn(model) (optional): warm start, run only when no checkpoint exists.
+Everything runs under `strategy.scope()`; model and optimizer state, the
+global step (the optimizer's iteration count) and, on a single worker, the
+input position are checkpointed, so rerunning with the same output_dir resumes.
+"""
+
+import dataclasses
+import math
+import time
+
+from absl import logging
+import tensorflow as tf
+import tf_keras
+
+from training import checkpointing
+from training import precision
+from training import strategy as strategy_lib
+from training import summaries
+
+
+class NonFiniteLossError(RuntimeError):
+  """Training stopped because the loss became NaN or infinite."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+  """Loop settings (the run_* scripts' flags).
+
+  train_batch_size: global examples per forward pass (all replicas); an
+    optimizer step sees train_batch_size * gradient_accumulation_steps.
+  num_train_steps: optimizer steps (the global step at the end).
+  """
+  output_dir: str
+  train_batch_size: int
+  num_train_steps: int
+  save_checkpoints_steps: int = 1000
+  keep_checkpoint_max: int = 5
+  iterations_per_loop: int = 1000
+  log_steps: int = 100
+  gradient_accumulation_steps: int = 1
+  dtype: str = 'float32'
+  use_xla: bool = False
+  checkpoint_data_iterator: bool = True
+
+  def __post_init__(self):
+    for name in ('train_batch_size', 'num_train_steps',
+                 'save_checkpoints_steps', 'keep_checkpoint_max',
+                 'iterations_per_loop', 'log_steps',
+                 'gradient_accumulation_steps'):
+      if getattr(self, name) <= 0:
+        raise ValueError(f'{name} must be positive, got {getattr(self, name)}')
+    if self.dtype not in precision.DTYPES:
+      raise ValueError(f'dtype must be one of {precision.DTYPES}, '
+                       f'got {self.dtype!r}')
+
+
+def split_loss(loss_output):
+  """(loss, metric_updates) from what a loss_fn returns."""
+  if isinstance(loss_output, (tuple, list)):
+    loss, updates = loss_output
+  else:
+    loss, updates = loss_output, {}
+  return tf.cast(loss, tf.float32), updates
+
+
+def update_metrics(metrics, updates):
+  """Calls metrics[name].update_state(*args) for each update."""
+  unknown = set(updates) - set(metrics)
+  if unknown:
+    raise KeyError(f'loss_fn updates metrics {sorted(unknown)} that '
+                   f'metrics_fn does not define (it has {sorted(metrics)})')
+  for name, args in updates.items():
+    if isinstance(args, dict):
+      metrics[name].update_state(**args)
+    elif isinstance(args, (tuple, list)):
+      metrics[name].update_state(*args)
+    else:
+      metrics[name].update_state(args)
+
+
+def model_inputs(model, features):
+  """The features a functional model takes (labels stay out of its call)."""
+  names = getattr(model, 'input_names', None)
+  if isinstance(features, dict) and names:
+    return {name: features[name] for name in names}
+  return features
+
+
+def metric_results(metrics):
+  return {name: float(metric.result()) for name, metric in metrics.items()}
+
+
+class Trainer:
+  """Builds model and optimizer under the strategy and trains them."""
+
+  def __init__(self, strategy, config, model_fn, optimizer_fn, loss_fn,
+               dataset_fn, metrics_fn=None, init_fn=None):
+    self.strategy = strategy
+    self.config = config
+    self._loss_fn = loss_fn
+    self._dataset_fn = dataset_fn
+    self._init_fn = init_fn
+    with strategy.scope():
+      with precision.policy_scope(config.dtype):
+        self.model = model_fn()
+      self.optimizer = precision.wrap_optimizer(optimizer_fn(), config.dtype)
+      self.metrics = dict(metrics_fn()) if metrics_fn else {}
+      self._loss_metric = tf_keras.metrics.Mean('loss')
+    self._loss_scaling = isinstance(
+        self.optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
+    self._gradients = tf.function(self._gradients_fn,
+                                  jit_compile=config.use_xla or None)
+    self._train_steps = tf.function(self._train_steps_fn)
+
+  @property
+  def global_step(self):
+    """Optimizer steps taken (restored with the checkpoint)."""
+    return int(self.optimizer.iterations.numpy())
+
+  def learning_rate(self):
+    lr = self.optimizer.learning_rate
+    if isinstance(lr, tf_keras.optimizers.schedules.LearningRateSchedule):
+      lr = lr(self.optimizer.iterations)
+    return float(lr)
+
+  def _distributed_dataset_fn(self, input_context):
+    dataset = self._dataset_fn(input_context)
+    steps = self.config.gradient_accumulation_steps
+    if steps > 1:
+      # [steps, per-replica batch, ...]: one element per optimizer step.
+      dataset = dataset.batch(steps, drop_remainder=True)
+    return dataset
+
+  def _gradients_fn(self, features):
+    """Per replica: loss, metric updates and gradients of one batch."""
+    scale = (self.strategy.num_replicas_in_sync *
+             self.config.gradient_accumulation_steps)
+    variables = self.model.trainable_variables
+    with tf.GradientTape() as tape:
+      outputs = self.model(model_inputs(self.model, features), training=True)
+      loss, updates = split_loss(self._loss_fn(features, outputs))
+      # Summed over replicas and micro-batches, the gradient is the one of
+      # the mean loss over all train_batch_size * accumulation examples.
+      scaled_loss = loss / scale
+      if self._loss_scaling:
+        scaled_loss = self.optimizer.get_scaled_loss(scaled_loss)
+    grads = tape.gradient(scaled_loss, variables)
+    if self._loss_scaling:
+      grads = self.optimizer.get_unscaled_gradients(grads)
+    # Dense gradients (embedding lookups give IndexedSlices): the all-reduce
+    # and accumulation need fixed shapes; Google's update is dense anyway.
+    grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
+    return loss, updates, grads
+
+  def _batch_step(self, features):
+    """Per replica: gradients of one batch; updates the metrics."""
+    loss, updates, grads = self._gradients(features)
+    update_metrics(self.metrics, updates)
+    self._loss_metric.update_state(loss)
+    return loss, grads
+
+  def _replica_step(self, features):
+    """Per replica: mean loss and summed gradients of one optimizer step."""
+    steps = self.config.gradient_accumulation_steps
+    if steps == 1:
+      return self._batch_step(features)
+    # The first micro-batch outside the loop fixes which gradients are None
+    # (variables the loss does not use: not updated, as in Google's code);
+    # the loop carries only the others.
+    total_loss, first_grads = self._batch_step(
+        tf.nest.map_structure(lambda t: t[0], features))
+    used = [j for j, g in enumerate(first_grads) if g is not None]
+    totals = [first_grads[j] for j in used]
+    for i in tf.range(1, steps):
+      micro_batch = tf.nest.map_structure(lambda t, i=i: t[i], features)
+      loss, grads = self._batch_step(micro_batch)
+      total_loss += loss
+      totals = [t + grads[j] for t, j in zip(totals, used)]
+    total_grads = [None] * len(first_grads)
+    for j, total in zip(used, totals):
+      total_grads[j] = total
+    return total_loss / steps, total_grads
+
+  def _apply(self, grads):
+    variables = self.model.trainable_variables
+    self.optimizer.apply_gradients(
+        [(g, v) for g, v in zip(grads, variables) if g is not None])
+
+  def _make_iterator(self):
+    """The input iterator, and whether it can be checkpointed.
+
+    On a single worker, one host pipeline feeds the replicas in turn (as
+    distribute_datasets_from_function does there) through a plain tf.data
+    iterator, which checkpoints its position. Otherwise the strategy
+    distributes the datasets and the position is not saved.
+    """
+    strategy = self.strategy
+    if (self.config.checkpoint_data_iterator and
+        not strategy_lib.is_multi_worker(strategy) and
+        not isinstance(strategy, tf.distribute.TPUStrategy)):
+      context = tf.distribute.InputContext(
+          num_input_pipelines=1, input_pipeline_id=0,
+          num_replicas_in_sync=strategy.num_replicas_in_sync)
+      return iter(self._distributed_dataset_fn(context)), True
+    return iter(strategy.distribute_datasets_from_function(
+        self._distributed_dataset_fn)), False
+
+  def _next_batch(self, iterator):
+    """Next per-replica features (a PerReplica value under several)."""
+    if isinstance(iterator, tf.data.Iterator):
+      batches = [next(iterator)
+                 for _ in range(self.strategy.num_replicas_in_sync)]
+      return self.strategy.experimental_distribute_values_from_function(
+          lambda context: batches[context.replica_id_in_sync_group])
+    return next(iterator)
+
+  def _train_steps_fn(self, iterator, num_steps):
+    """Runs up to `num_steps` optimizer steps; stops at a non-finite loss.
+
+    Returns the last loss (mean over replicas); when it is not finite, its
+    step's gradients were not applied.
+    """
+    loss = tf.constant(0.0)
+    for _ in tf.range(num_steps):
+      per_replica_loss, per_replica_grads = self.strategy.run(
+          self._replica_step, args=(self._next_batch(iterator),))
+      loss = self.strategy.reduce(tf.distribute.ReduceOp.MEAN,
+                                  per_replica_loss, axis=None)
+      if tf.math.is_finite(loss):
+        self.strategy.run(self._apply, args=(per_replica_grads,))
+      else:
+        break
+    return loss
+
+  def _steps_to_boundary(self, step):
+    """Steps until the next log, checkpoint or end, at most one inner loop."""
+    config = self.config
+    save_every = config.save_checkpoints_steps
+    return min(config.iterations_per_loop,
+               config.log_steps - step % config.log_steps,
+               save_every - step % save_every,
+               config.num_train_steps - step)
+
+  def _scalars(self, examples_per_second):
+    """Loss, metrics and rates since the last log; resets the metrics."""
+    scalars = {'loss': float(self._loss_metric.result()),
+               'learning_rate': self.learning_rate(),
+               'examples_per_second': examples_per_second}
+    scalars.update(metric_results(self.metrics))
+    for metric in [self._loss_metric, *self.metrics.values()]:
+      metric.reset_state()
+    return scalars
+
+  def train(self):
+    """Trains to config.num_train_steps, resuming from output_dir if possible.
+
+    Returns the last logged scalars ({} if there was nothing to do).
+    Raises NonFiniteLossError on a NaN/Inf loss without saving that state.
+    """
+    config, strategy = self.config, self.strategy
+    is_chief = strategy_lib.is_chief(strategy)
+    logging.info('Training with %s over %d replica(s)',
+                 type(strategy).__name__, strategy.num_replicas_in_sync)
+    iterator, saveable = self._make_iterator()
+    state = {'model': self.model, 'optimizer': self.optimizer}
+    if saveable:
+      state['data_iterator'] = iterator
+    checkpointer = checkpointing.Checkpointer(
+        tf.train.Checkpoint(**state), config.output_dir,
+        config.keep_checkpoint_max, is_chief)
+    if checkpointer.restore_latest() is None and self._init_fn:
+      logging.info('No checkpoint in %s: warm start (init_fn)',
+                   config.output_dir)
+      self._init_fn(self.model)
+    step = self.global_step
+    if step >= config.num_train_steps:
+      logging.info('Global step %d >= num_train_steps %d: nothing to train',
+                   step, config.num_train_steps)
+      return {}
+    writer = summaries.ScalarWriter(config.output_dir, is_chief)
+    examples_per_step = (config.train_batch_size *
+                         config.gradient_accumulation_steps)
+    scalars = {}
+    try:
+      last_log_step, last_log_time = step, time.time()
+      while step < config.num_train_steps:
+        num_steps = self._steps_to_boundary(step)
+        loss = float(self._train_steps(iterator, tf.constant(num_steps)))
+        step = self.global_step
+        if not math.isfinite(loss):
+          raise NonFiniteLossError(
+              f'Loss is {loss} at global step {step}: stopped training. This '
+              'step was not applied and nothing was saved; the latest good '
+              f'checkpoint is {checkpointer.latest}.')
+        at_end = step >= config.num_train_steps
+        if step % config.log_steps == 0 or at_end:
+          now = time.time()
+          rate = ((step - last_log_step) * examples_per_step /
+                  (now - last_log_time))
+          scalars = self._scalars(rate)
+          summaries.log_progress(step, config.num_train_steps, scalars)
+          writer.write(scalars, step)
+          last_log_step, last_log_time = step, now
+        if step % config.save_checkpoints_steps == 0 or at_end:
+          checkpointer.save(step)
+    finally:
+      writer.close()
+    return scalars
+
