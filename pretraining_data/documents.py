@@ -77,18 +77,35 @@ def read_documents(files, stats, strict=False):
       yield doc, doc_bytes
 
 
-def chunk_documents(documents, chunk_bytes):
-  """Groups (document, n_bytes) into lists of documents of about `chunk_bytes` text each.
+class Chunker:
+  """Cuts a stream of (document, n_bytes) into chunks of about `chunk_bytes` text.
 
-  A document is never split; a chunk closes once it holds at least
-  `chunk_bytes` bytes, so it is at most one document larger than that.
+  `next_chunk()` yields one chunk as consecutive slices of about `slice_bytes`
+  (the tokenisation tasks), lazily, so workers start on a chunk while it is
+  still being read. A document is never split; a chunk closes once it holds at
+  least `chunk_bytes`, so it exceeds that by less than one document.
   """
-  chunk, size = [], 0
-  for doc, n_bytes in documents:
-    chunk.append(doc)
-    size += n_bytes
-    if size >= chunk_bytes:
-      yield chunk, size
-      chunk, size = [], 0
-  if chunk:
-    yield chunk, size
+
+  def __init__(self, docs, chunk_bytes, slice_bytes):
+    self._docs = iter(docs)
+    self.chunk_bytes, self.slice_bytes = chunk_bytes, slice_bytes
+    self.exhausted = False
+    self.last_chunk_bytes = 0  # text bytes of the chunk last delivered
+
+  def next_chunk(self):
+    chunk_size = slice_size = 0
+    piece = []
+    for doc, n_bytes in self._docs:
+      piece.append(doc)
+      chunk_size += n_bytes
+      slice_size += n_bytes
+      if chunk_size >= self.chunk_bytes:
+        break
+      if slice_size >= self.slice_bytes:
+        yield piece
+        piece, slice_size = [], 0
+    else:
+      self.exhausted = True
+    self.last_chunk_bytes = chunk_size
+    if piece:
+      yield piece

@@ -8,6 +8,7 @@ next-sentence label: no token lists are built here.
 """
 
 import dataclasses
+import itertools
 
 import numpy as np
 
@@ -37,22 +38,47 @@ class TokenizedChunk:
     return cls(ids.astype(np.int32, copy=False), sentence_starts, doc_starts)
 
 
-def tokenize_documents(tokenizer, documents):
+class WordIds(dict):
+  """word -> tuple of its WordPiece ids via `tokenizer`'s WordPiece step, memoised.
+
+  FullTokenizer.tokenize(text) is WordPiece over the words of BasicTokenizer,
+  one word at a time, so looking words up here gives the same ids while the
+  per-word work runs in C (dict lookups under `map`) for every repeated word.
+  """
+
+  _LIMIT = 1_000_000  # words remembered; bounds memory on corpora with huge vocabularies
+
+  def __init__(self, tokenizer):
+    super().__init__()
+    self._wordpiece = tokenizer.wordpiece_tokenizer.tokenize
+    self._vocab = tokenizer.vocab
+
+  def __missing__(self, word):
+    ids = tuple(map(self._vocab.__getitem__, self._wordpiece(word)))
+    if len(self) >= self._LIMIT:
+      self.clear()
+    self[word] = ids
+    return ids
+
+
+def tokenize_documents(tokenizer, word_ids, documents):
   """Documents (lists of lines) -> (ids int32, sentence lengths, sentences per doc, n_empty).
 
-  As in Google's script, a line that tokenizes to nothing is dropped and a
-  document left without sentences is dropped (and counted in n_empty).
+  `word_ids` is a `WordIds` of `tokenizer`. As in Google's script, a line that
+  tokenizes to nothing is dropped and a document left without sentences is
+  dropped (and counted in n_empty).
   """
-  vocab = tokenizer.vocab
+  basic = tokenizer.basic_tokenizer.tokenize
+  lookup, chain = word_ids.__getitem__, itertools.chain.from_iterable
   ids, sent_lens, doc_counts = [], [], []
   n_empty = 0
   for doc in documents:
     n_sent = 0
     for line in doc:
-      tokens = tokenizer.tokenize(line)
-      if tokens:
-        ids.extend(map(vocab.__getitem__, tokens))
-        sent_lens.append(len(tokens))
+      before = len(ids)
+      ids.extend(chain(map(lookup, basic(line))))
+      if len(ids) > before:
+        sent_lens.append(len(ids) - before)
         n_sent += 1
     if n_sent:
       doc_counts.append(n_sent)
@@ -102,14 +128,14 @@ def create_instance_spans(chunk, doc_indices, max_seq_length, short_seq_prob, rn
   removed token.
   """
   max_num_tokens = max_seq_length - 3
-  starts = chunk.sentence_starts
-  doc_starts = chunk.doc_starts
+  starts = np.asarray(chunk.sentence_starts)
+  doc_starts = np.asarray(chunk.doc_starts).tolist()
   n_docs = chunk.num_documents
   rand, randint, getrandbits = rng.random, rng.randint, rng.getrandbits
   a_start, a_len, b_start, b_len, is_random = [], [], [], [], []
   short_docs = 0
   for d in doc_indices:
-    s0, s1 = int(doc_starts[d]), int(doc_starts[d + 1])
+    s0, s1 = doc_starts[d], doc_starts[d + 1]
     offs = starts[s0:s1 + 1].tolist()  # token offsets of this document's sentences
     n = s1 - s0
     target = max_num_tokens
@@ -130,7 +156,7 @@ def create_instance_spans(chunk, doc_indices, max_seq_length, short_seq_prob, rn
             r = randint(0, n_docs - 1)
             if r != d:
               break
-          r0, r1 = int(doc_starts[r]), int(doc_starts[r + 1])
+          r0, r1 = doc_starts[r], doc_starts[r + 1]
           j = r0 + randint(0, r1 - r0 - 1)
           sb = int(starts[j])
           # Sentences from j on until B reaches its target or the document ends.

@@ -96,6 +96,7 @@ class _Worker:
   def __init__(self, config):
     self.config = config
     self.tokenizer = tokenization.FullTokenizer(config.vocab_file, config.do_lower_case)
+    self.word_ids = instances.WordIds(self.tokenizer)
     vocab = self.tokenizer.vocab
     missing = [t for t in ("[CLS]", "[SEP]", "[MASK]", "[UNK]") if t not in vocab]
     if missing:
@@ -109,7 +110,7 @@ class _Worker:
     self._chunk_dir, self._chunk = None, None
 
   def tokenize(self, docs):
-    return instances.tokenize_documents(self.tokenizer, docs)
+    return instances.tokenize_documents(self.tokenizer, self.word_ids, docs)
 
   def chunk(self, chunk_dir):
     if chunk_dir != self._chunk_dir:
@@ -191,19 +192,6 @@ class _Runner:
       else:
         self._pool.terminate()
       self._pool.join()
-
-
-def _slices(docs, max_bytes):
-  """Consecutive runs of documents of about `max_bytes` text (tokenisation tasks)."""
-  out, size = [], 0
-  for doc in docs:
-    out.append(doc)
-    size += sum(map(len, doc))
-    if size >= max_bytes:
-      yield out
-      out, size = [], 0
-  if out:
-    yield out
 
 
 def _parts(chunk, order, part_tokens):
@@ -298,12 +286,14 @@ def run(config, progress_stream=sys.stderr):
   ok = False
   try:
     with writer.ShardedRecordWriter(output_files, config.overwrite) as out:
-      stream = documents.chunk_documents(
+      chunker = documents.Chunker(
           documents.read_documents(input_files, read_stats, config.strict),
-          int(config.chunk_mb * 1e6))
-      for chunk_index, (docs, chunk_bytes) in enumerate(stream):
-        pieces = list(runner.imap(_tokenize_task, _slices(docs, _TOKENIZE_SLICE_BYTES)))
-        del docs
+          int(config.chunk_mb * 1e6), _TOKENIZE_SLICE_BYTES)
+      chunk_index = -1
+      while not chunker.exhausted:
+        chunk_index += 1
+        pieces = list(runner.imap(_tokenize_task, chunker.next_chunk()))
+        chunk_bytes = chunker.last_chunk_bytes
         empty_docs += sum(p[3] for p in pieces)
         chunk = instances.TokenizedChunk.from_pieces([p[:3] for p in pieces])
         del pieces

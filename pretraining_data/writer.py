@@ -43,13 +43,14 @@ def varint_rows(values):
   Row i is bytes[offsets[i]:offsets[i + 1]]; vectorised so that no Python
   code runs per value.
   """
-  v = np.asarray(values).astype(np.uint64)
+  v = np.asarray(values, np.int64)
+  largest, width = int(v.max(initial=0)), 1
+  while largest >> (7 * width):
+    width += 1
   nbytes = np.ones(v.shape, np.int64)
-  for j in range(1, 10):
-    nbytes += v >= np.uint64(1 << (7 * j))
-  width = int(nbytes.max(initial=1))
-  shifts = np.arange(width, dtype=np.uint64) * np.uint64(7)
-  groups = ((v[..., None] >> shifts) & np.uint64(0x7F)).astype(np.uint8)  # [n, k, width]
+  for j in range(1, width):
+    nbytes += v >= (1 << (7 * j))
+  groups = ((v[..., None] >> (7 * np.arange(width))) & 0x7F).astype(np.uint8)  # [n, k, width]
   j = np.arange(width)
   groups[j < nbytes[..., None] - 1] |= 0x80
   data = groups[j < nbytes[..., None]].tobytes()  # row-major: row, value, byte

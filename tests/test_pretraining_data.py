@@ -318,3 +318,21 @@ def test_single_piece_masking_split_and_positions(tokenizer):
   # Every candidate position is equally likely: first vs second half of A/B.
   counts = np.bincount(pos.ravel(), minlength=SEQ)
   assert counts[1:51].std() / counts[1:51].mean() < 0.1
+
+
+def test_tokenized_ids_equal_full_tokenizer(tokenizer, shared_dir):
+  """The memoised word lookup gives exactly FullTokenizer's ids, line by line."""
+  text = (shared_dir / "data" / "corpus" / "wikitext2_valid.txt").read_text()
+  docs = [d.splitlines() for d in text.split("\n\n")[:20]]
+  docs.append(["\x00\x01", "\u200b"])  # tokenizes to nothing: an empty document
+  ids, sent_lens, doc_counts, n_empty = instances.tokenize_documents(
+      tokenizer, instances.WordIds(tokenizer), docs)
+  expected = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line))
+              for doc in docs for line in doc]
+  sentences = [a.tolist() for a in np.split(ids, np.cumsum(sent_lens)[:-1])]
+  assert sentences == [e for e in expected if e]
+  assert len(sentences) > 500
+  assert doc_counts.tolist() == [sum(1 for e in doc if e) for doc in
+                                 [expected[sum(map(len, docs[:i])):][:len(d)]
+                                  for i, d in enumerate(docs[:-1])]]
+  assert n_empty == 1
