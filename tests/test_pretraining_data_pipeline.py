@@ -201,3 +201,21 @@ def test_cli(tmp_path, heldout, google_vocab):
   missing = _cli(*args[1:], f"--input_file={tmp_path}/none*.txt")
   assert missing.returncode == 1 and "matches no file" in missing.stderr
   assert "Traceback" not in missing.stderr
+
+
+def test_ctrl_c_leaves_no_output(tmp_path, shared_dir, google_vocab):
+  import signal  # pylint: disable=import-outside-toplevel
+  out = tmp_path / "big.tfrecord"
+  proc = subprocess.Popen(
+      [sys.executable, str(REPO / "create_pretraining_data.py"),
+       f"--input_file={shared_dir / 'data' / 'corpus' / 'gutenberg_train.txt'}",
+       f"--output_file={out}", f"--vocab_file={google_vocab}", "--num_workers=2",
+       "--dupe_factor=10", "--chunk_mb=1"],
+      cwd=REPO, stderr=subprocess.PIPE, text=True)
+  line = proc.stderr.readline()  # the first progress line: records are being written
+  assert "documents read" in line, line
+  proc.send_signal(signal.SIGINT)
+  _, err = proc.communicate(timeout=60)
+  assert proc.returncode == 130, err
+  assert "interrupted" in err
+  assert list(tmp_path.iterdir()) == []
