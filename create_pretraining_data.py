@@ -5,6 +5,7 @@ with the corpus and the output depends only on the flags and the inputs.
 See README.md, "Pre-training data".
 """
 
+import dataclasses
 import sys
 
 from absl import app, flags
@@ -45,7 +46,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv
-  names = [f.name for f in pipeline.dataclasses.fields(pipeline.Config)]
+  names = [f.name for f in dataclasses.fields(pipeline.Config)]
   config = pipeline.Config(**{name: getattr(FLAGS, name) for name in names})
   try:
     summary = pipeline.run(config)

@@ -9,8 +9,10 @@ against Google's figures measured on this machine at dupe_factor 1
 (56 s, 37,009 instances, 0.87 GB).
 
 MB/s is input text per second (the corpus once, whatever the dupe_factor).
-Peak memory is the largest sum of PSS over the process tree (parent and
-workers), sampled every 50 ms.
+Peak memory is sampled every 50 ms over the process tree (parent and workers):
+PSS (shared pages split between the processes mapping them, so forked workers
+are not double-counted) and RSS (every process's resident pages in full;
+closest to what `time -v` reports for a single process).
 
   python bench/pretraining_data.py --vocab_file=../shared/fixtures/google_bert_tiny/vocab.txt \\
       --input_file=../shared/data/corpus/gutenberg_train.txt [--google_runner=/path/run_google.py]
@@ -39,36 +41,42 @@ FLAGS = flags.FLAGS
 STATED_GOOGLE = {"seconds": 56.0, "instances": 37009, "peak_gb": 0.87}
 
 
-def _tree_pss_kb(root):
-  """PSS (KB) summed over `root` and its descendants; RSS where PSS is unreadable."""
-  total, stack = 0, [root]
+def _tree_memory_kb(root):
+  """(PSS, RSS) in KB, each summed over `root` and its descendants."""
+  pss = rss = 0
+  stack = [root]
   while stack:
     pid = stack.pop()
     try:
       with open(f"/proc/{pid}/smaps_rollup") as f:
-        total += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        for line in f:
+          if line.startswith("Pss:"):
+            pss += int(line.split()[1])
+          elif line.startswith("Rss:"):
+            rss += int(line.split()[1])
       with open(f"/proc/{pid}/task/{pid}/children") as f:
         stack.extend(int(c) for c in f.read().split())
-    except (OSError, StopIteration):
+    except OSError:
       continue
-  return total
+  return pss, rss
 
 
 def measure(cmd):
-  """Runs cmd; returns (seconds, peak GB, stderr)."""
+  """Runs cmd; returns (seconds, peak PSS GB, peak RSS GB, stderr)."""
   start = time.monotonic()
   with tempfile.TemporaryFile("w+") as err:
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO)
-    peak = 0
+    peak_pss = peak_rss = 0
     while proc.poll() is None:
-      peak = max(peak, _tree_pss_kb(proc.pid))
+      pss, rss = _tree_memory_kb(proc.pid)
+      peak_pss, peak_rss = max(peak_pss, pss), max(peak_rss, rss)
       time.sleep(0.05)
     seconds = time.monotonic() - start
     err.seek(0)
     text = err.read()
   if proc.returncode:
     raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{text[-3000:]}")
-  return seconds, peak / 1e6 * 1.024, text
+  return seconds, peak_pss * 1024 / 1e9, peak_rss * 1024 / 1e9, text
 
 
 def count_records(path):
@@ -111,12 +119,12 @@ def main(argv):
     for name, dupe, cmd in runs:
       if os.path.exists(out):
         os.remove(out)
-      seconds, peak, _ = measure(cmd)
+      seconds, pss, rss, _ = measure(cmd)
       n = count_records(out)
-      rows.append((name, dupe, n, seconds, peak))
+      rows.append((name, dupe, n, seconds, pss))
       print(f"{name:45s} dupe {dupe:2d}: {n:7,d} instances {seconds:7.2f} s "
-            f"{n / seconds:9,.0f} inst/s {mb / seconds:6.2f} MB/s {peak:5.2f} GB",
-            flush=True)
+            f"{n / seconds:9,.0f} inst/s {mb / seconds:6.2f} MB/s  peak PSS {pss:5.2f} GB"
+            f"  RSS {rss:5.2f} GB", flush=True)
 
   print("\nRatios (instances/s):")
   peer = {d: n / s for name, d, n, s, _ in rows if name.startswith("Google")}

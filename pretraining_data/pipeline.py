@@ -211,8 +211,8 @@ def _parts(chunk, order, part_tokens):
 class Progress:
   """A one-line progress report on stderr, at most once per `interval` seconds."""
 
-  def __init__(self, total_bytes, dupe_factor, stream=sys.stderr, interval=1.0):
-    self.total_bytes, self.dupe_factor = total_bytes, dupe_factor
+  def __init__(self, total_bytes, stream=sys.stderr, interval=1.0):
+    self.total_bytes = total_bytes
     self.stream, self.interval = stream, interval
     self.start = self._last = time.monotonic()
     self.tty = getattr(stream, "isatty", lambda: False)()
@@ -275,7 +275,7 @@ def run(config, progress_stream=sys.stderr):
   worker = _Worker(config)
 
   total_bytes = sum(os.path.getsize(f) for f in input_files)
-  progress = Progress(total_bytes, config.dupe_factor, progress_stream)
+  progress = Progress(total_bytes, progress_stream)
   read_stats = documents.ReadStats()
   stats = collections.Counter()
   empty_docs = chunks = max_held = 0
@@ -294,6 +294,7 @@ def run(config, progress_stream=sys.stderr):
         chunk_index += 1
         pieces = list(runner.imap(_tokenize_task, chunker.next_chunk()))
         chunk_bytes = chunker.last_chunk_bytes
+        progress.update(done_bytes, read_stats.documents, out.count)
         empty_docs += sum(p[3] for p in pieces)
         chunk = instances.TokenizedChunk.from_pieces([p[:3] for p in pieces])
         del pieces
