@@ -65,10 +65,11 @@ class Config:
   def validate(self):
     """Raises ValueError for settings that cannot produce instances."""
     if self.max_seq_length < 5:
-      raise ValueError(f"--max_seq_length={self.max_seq_length} is too small: [CLS] A [SEP] B [SEP] "
-                       "needs at least 5 positions")
+      raise ValueError(f"--max_seq_length={self.max_seq_length} is too small: "
+                       "[CLS] A [SEP] B [SEP] needs at least 5 positions")
     if self.max_predictions_per_seq < 1:
-      raise ValueError(f"--max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}")
+      raise ValueError(
+          f"--max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}")
     if self.dupe_factor < 1:
       raise ValueError(f"--dupe_factor must be >= 1, got {self.dupe_factor}")
     if not 0.0 < self.masked_lm_prob <= 1.0:
@@ -254,7 +255,8 @@ class Summary:
         f"{self.read.bytes_read / max(self.seconds, 1e-9) / 1e6:.2f} MB/s of input)",
         f"  input: {len(self.input_files)} file(s), {self.read.bytes_read:,} bytes, "
         f"{self.read.documents:,} documents in {self.chunks} chunk(s); skipped "
-        f"{self.read.bad_utf8_lines:,} non-UTF-8 line(s), {self.empty_documents:,} empty document(s)",
+        f"{self.read.bad_utf8_lines:,} non-UTF-8 line(s), "
+        f"{self.empty_documents:,} empty document(s)",
         f"  random-next pairs: {s['random_next'] / n:.1%}; short target length: "
         f"{s['short_target_documents'] / max(s['documents'], 1):.1%} of documents",
         f"  masked positions: {s['predictions'] / n:.2f} per instance; [MASK] "

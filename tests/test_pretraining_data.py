@@ -4,7 +4,6 @@ Outputs are parsed with Google's exact feature spec (`pretraining_data.features`
 through TensorFlow, the way run_pretraining reads them.
 """
 
-import collections
 import random
 
 import numpy as np
@@ -66,7 +65,8 @@ def test_schema_is_googles_feature_spec(run_default):
 
 def test_records_equal_protos_built_like_google(tokenizer):
   """Our hand-encoded bytes parse to the Example Google's create_int/float_feature would build."""
-  from tensorflow.core.example import example_pb2, feature_pb2  # pylint: disable=import-outside-toplevel
+  # pylint: disable-next=import-outside-toplevel
+  from tensorflow.core.example import example_pb2, feature_pb2
   ids = np.array([[101, 2023, 2003, 102, 30000, 102] + [0] * 4], np.int32)
   masked = masking.MaskedInputs(
       ids, np.array([[1, 4, 0]], np.int32), np.array([[2023, 16384, 0]], np.int32),
@@ -89,21 +89,20 @@ def test_records_equal_protos_built_like_google(tokenizer):
   assert example_pb2.Example.FromString(data) == expected
 
 
-def test_tfrecord_framing_crc():
+def test_tfrecord_framing_crc(tmp_path):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  framed = writer.frame_record(b"hello world")
-  # Verified by TensorFlow's own reader (it checks both CRCs).
-  path = pytest.importorskip("tempfile").mktemp()
-  with open(path, "wb") as f:
-    f.write(framed * 3)
-  assert [r.numpy() for r in tf.data.TFRecordDataset(path)] == [b"hello world"] * 3
+  path = tmp_path / "framed.tfrecord"
+  path.write_bytes(writer.frame_record(b"hello world") * 2 + writer.frame_record(b""))
+  # TensorFlow's reader checks both CRCs of every record.
+  assert [r.numpy() for r in tf.data.TFRecordDataset(str(path))] == [b"hello world"] * 2 + [b""]
 
 
 def test_varint_rows_matches_protobuf():
   values = np.array([[0, 1, 127, 128, 300, 16383, 16384, 2 ** 21, 2 ** 35]], np.int64)
   data, offsets = writer.varint_rows(values)
   from google.protobuf.internal import encoder  # pylint: disable=import-outside-toplevel
-  expected = b"".join(encoder._VarintBytes(int(v)) for v in values[0])  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  expected = b"".join(encoder._VarintBytes(int(v)) for v in values[0])
   assert data == expected and offsets == [0, len(expected)]
 
 
@@ -192,7 +191,8 @@ def test_truncation_counts_match_googles_loop():
   for la in range(1, 60):
     for lb in range(1, 60):
       for max_num in (2, 5, 30, 125):
-        assert instances._truncation(la, lb, max_num) == _google_truncation(la, lb, max_num)  # pylint: disable=protected-access
+        # pylint: disable-next=protected-access
+        assert instances._truncation(la, lb, max_num) == _google_truncation(la, lb, max_num)
 
 
 def _google_spans(docs, doc_indices, max_seq_length, short_seq_prob, rng):
@@ -250,7 +250,8 @@ def test_instance_spans_follow_googles_document_logic(max_seq_length, short_seq_
   flat = [t for doc in docs for s in doc for t in s]
   sent_lens = [len(s) for doc in docs for s in doc]
   chunk = instances.TokenizedChunk.from_pieces(
-      [(np.arange(len(flat), dtype=np.int32), np.array(sent_lens), np.array([len(d) for d in docs]))])
+      [(np.arange(len(flat), dtype=np.int32), np.array(sent_lens),
+        np.array([len(d) for d in docs]))])
   order = list(range(25))
   gen.shuffle(order)
   spans = instances.create_instance_spans(chunk, order, max_seq_length, short_seq_prob,

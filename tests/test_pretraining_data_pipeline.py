@@ -44,14 +44,14 @@ def test_round_robin_over_output_files(tmp_path, heldout, google_vocab):
   outs = [str(tmp_path / f"shard{i}.tfrecord") for i in range(3)]
   sharded = _run(tmp_path, heldout, google_vocab, output_file=",".join(outs))
   assert sharded.instances == single.instances
-  records = lambda p: writer_records(pathlib.Path(p).read_bytes())
+  records = lambda p: _framed_records(pathlib.Path(p).read_bytes())
   merged = [None] * single.instances
   for i, path in enumerate(outs):
     merged[i::3] = records(path)
   assert merged == records(tmp_path / "single.tfrecord")
 
 
-def writer_records(data):
+def _framed_records(data):
   """Splits TFRecord bytes into framed records (length from the 8-byte header)."""
   out, i = [], 0
   while i < len(data):
