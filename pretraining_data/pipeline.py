@@ -83,7 +83,10 @@ class Config:
 
   @property
   def workers(self):
-    return self.num_workers or os.cpu_count() or 1
+    """Worker processes: num_workers, or the cores this process may run on."""
+    if self.num_workers:
+      return self.num_workers
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
 def _rng(config, *keys):
