@@ -150,10 +150,14 @@ _WORKER = None
 
 
 def _init_worker(config):
-  """Pool initializer: the parent handles Ctrl-C and stops the workers."""
+  """Pool initializer: the parent handles Ctrl-C and stops the workers.
+
+  Forked workers inherit the parent's ready `_WORKER`; spawned ones build their own.
+  """
   global _WORKER
   signal.signal(signal.SIGINT, signal.SIG_IGN)
-  _WORKER = _Worker(config)
+  if _WORKER is None or _WORKER.config != config:
+    _WORKER = _Worker(config)
 
 
 def _tokenize_task(docs):
@@ -170,9 +174,9 @@ class _Runner:
   def __init__(self, config, worker):
     global _WORKER
     self.workers = config.workers
+    _WORKER = worker
     if self.workers == 1:
       self._pool = None
-      _WORKER = worker
     else:
       self._pool = multiprocessing.get_context().Pool(self.workers, _init_worker, (config,))
 
