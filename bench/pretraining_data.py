@@ -4,7 +4,9 @@ Runs our CLI (1 worker and all workers; dupe_factor 1 and 10) and an in-run
 reference: our own code in a single-worker, in-memory configuration (one
 chunk holding the whole corpus). With --google_runner, also runs Google's
 original script (not part of this repo: pass a runner that executes it, e.g.
-under tensorflow.compat.v1) as the peer in the same run. Without it, ratios are
+under tensorflow.compat.v1) as the peer in the same run: with this repo's
+`tokenization` package and, given --google_tokenization_dir, with Google's own
+tokenization.py as released. Without it, ratios are
 against Google's figures measured on this machine at dupe_factor 1
 (56 s, 37,009 instances, 0.87 GB).
 
@@ -33,6 +35,10 @@ flags.DEFINE_string("vocab_file", None, "Vocabulary.")
 flags.DEFINE_string("google_runner", None,
                     "Optional: a script running Google's create_pretraining_data.py; it is called "
                     "as `python RUNNER REPO_ROOT --input_file=... --output_file=... ...`.")
+flags.DEFINE_string("google_tokenization_dir", None,
+                    "Optional: a directory holding Google's original tokenization.py; Google's "
+                    "script then also runs with it (as released) besides with this repo's "
+                    "`tokenization` package.")
 flags.DEFINE_list("google_dupe_factors", ["1"], "dupe_factor values to run Google's script at.")
 flags.DEFINE_list("dupe_factors", ["1", "10"], "dupe_factor values to run ours at.")
 FLAGS = flags.FLAGS
@@ -103,7 +109,11 @@ def main(argv):
               f"--vocab_file={FLAGS.vocab_file}"]
     runs = []
     for dupe in map(int, FLAGS.google_dupe_factors if FLAGS.google_runner else []):
-      runs.append((f"Google's script", dupe,
+      if FLAGS.google_tokenization_dir:
+        runs.append(("Google's script + Google's tokenizer", dupe,
+                     [sys.executable, FLAGS.google_runner, FLAGS.google_tokenization_dir, *common,
+                      f"--dupe_factor={dupe}"]))
+      runs.append(("Google's script + our tokenizer", dupe,
                    [sys.executable, FLAGS.google_runner, REPO, *common, f"--dupe_factor={dupe}"]))
     for dupe in map(int, FLAGS.dupe_factors):
       ours = [sys.executable, "create_pretraining_data.py", *common, f"--dupe_factor={dupe}",
@@ -127,14 +137,18 @@ def main(argv):
             f"  RSS {rss:5.2f} GB", flush=True)
 
   print("\nRatios (instances/s):")
-  peer = {d: n / s for name, d, n, s, _ in rows if name.startswith("Google")}
+  peer = {d: n / s for name, d, n, s, _ in rows if name == "Google's script + our tokenizer"}
+  released = {d: n / s for name, d, n, s, _ in rows
+              if name == "Google's script + Google's tokenizer"}
   inmem = {d: n / s for name, d, n, s, _ in rows if "in-memory" in name}
   stated = STATED_GOOGLE["instances"] / STATED_GOOGLE["seconds"]
   for name, dupe, n, seconds, _ in rows:
     rate = n / seconds
     parts = []
+    if dupe in released:
+      parts.append(f"{rate / released[dupe]:5.1f}x Google's script as released (same run)")
     if dupe in peer:
-      parts.append(f"{rate / peer[dupe]:5.1f}x Google's script (same run)")
+      parts.append(f"{rate / peer[dupe]:5.1f}x Google's script + our tokenizer (same run)")
     if dupe == 1 and os.path.basename(FLAGS.input_file) == "gutenberg_train.txt":
       parts.append(f"{rate / stated:5.1f}x Google's stated 56 s")
     if dupe in inmem:
