@@ -6,6 +6,7 @@ See README.md, "Pre-training data".
 """
 
 import dataclasses
+import signal
 import sys
 
 from absl import app, flags
@@ -44,8 +45,15 @@ flags.DEFINE_bool("strict", False,
 FLAGS = flags.FLAGS
 
 
+def _interrupt(signum, frame):
+  """SIGTERM cleans up like Ctrl-C: temporary outputs are removed, workers stopped."""
+  del signum, frame
+  raise KeyboardInterrupt
+
+
 def main(argv):
   del argv
+  signal.signal(signal.SIGTERM, _interrupt)
   names = [f.name for f in dataclasses.fields(pipeline.Config)]
   config = pipeline.Config(**{name: getattr(FLAGS, name) for name in names})
   try:

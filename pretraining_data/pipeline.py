@@ -150,12 +150,13 @@ _WORKER = None
 
 
 def _init_worker(config):
-  """Pool initializer: the parent handles Ctrl-C and stops the workers.
+  """Pool initializer: the parent handles Ctrl-C and stops the workers (with SIGTERM).
 
   Forked workers inherit the parent's ready `_WORKER`; spawned ones build their own.
   """
   global _WORKER
   signal.signal(signal.SIGINT, signal.SIG_IGN)
+  signal.signal(signal.SIGTERM, signal.SIG_DFL)
   if _WORKER is None or _WORKER.config != config:
     _WORKER = _Worker(config)
 

@@ -203,7 +203,8 @@ def test_cli(tmp_path, heldout, google_vocab):
   assert "Traceback" not in missing.stderr
 
 
-def test_ctrl_c_leaves_no_output(tmp_path, shared_dir, google_vocab):
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_interrupt_leaves_no_output(tmp_path, shared_dir, google_vocab, signame):
   import signal  # pylint: disable=import-outside-toplevel
   out = tmp_path / "big.tfrecord"
   proc = subprocess.Popen(
@@ -214,7 +215,7 @@ def test_ctrl_c_leaves_no_output(tmp_path, shared_dir, google_vocab):
       cwd=REPO, stderr=subprocess.PIPE, text=True)
   line = proc.stderr.readline()  # the first progress line: records are being written
   assert "documents read" in line, line
-  proc.send_signal(signal.SIGINT)
+  proc.send_signal(getattr(signal, signame))
   _, err = proc.communicate(timeout=60)
   assert proc.returncode == 130, err
   assert "interrupted" in err
