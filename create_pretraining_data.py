@@ -1,0 +1,73 @@
+"""Creates masked-LM / next-sentence TFRecords for BERT pre-training (Google's flags and format).
+
+Streams the corpus in chunks through worker processes: memory does not grow
+with the corpus and the output depends only on the flags and the inputs.
+See README.md, "Pre-training data".
+"""
+
+import dataclasses
+import signal
+import sys
+
+from absl import app, flags
+
+import tokenization
+from pretraining_data import documents, pipeline, writer
+
+flags.DEFINE_string("input_file", None,
+                    "Input raw text file(s) or glob(s), comma-separated. One sentence per line, "
+                    "blank lines between documents.")
+flags.DEFINE_string("output_file", None,
+                    "Output TFRecord file(s), comma-separated; instances go round-robin.")
+flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Whether to lower case the input text. True for uncased models.")
+flags.DEFINE_bool("do_whole_word_mask", False,
+                  "Whether to mask all the WordPieces of a word together.")
+flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
+flags.DEFINE_integer("max_predictions_per_seq", 20,
+                     "Maximum number of masked LM predictions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
+flags.DEFINE_integer("dupe_factor", 10,
+                     "Number of times to duplicate the input data (with different masks).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+flags.DEFINE_float("short_seq_prob", 0.1,
+                   "Probability of creating sequences shorter than the maximum length.")
+flags.DEFINE_integer("num_workers", 0, "Worker processes (0: one per CPU core). "
+                     "The output does not depend on it.")
+flags.DEFINE_float("chunk_mb", 16.0,
+                   "Input text per chunk, in MB: documents are shuffled, random-next segments "
+                   "drawn and memory bounded per chunk.")
+flags.DEFINE_bool("overwrite", False, "Replace existing output files.")
+flags.DEFINE_bool("strict", False,
+                  "Fail on a line that is not valid UTF-8 instead of skipping it.")
+
+FLAGS = flags.FLAGS
+
+
+def _interrupt(signum, frame):
+  """SIGTERM cleans up like Ctrl-C: temporary outputs are removed, workers stopped."""
+  del signum, frame
+  raise KeyboardInterrupt
+
+
+def main(argv):
+  del argv
+  signal.signal(signal.SIGTERM, _interrupt)
+  names = [f.name for f in dataclasses.fields(pipeline.Config)]
+  config = pipeline.Config(**{name: getattr(FLAGS, name) for name in names})
+  try:
+    summary = pipeline.run(config)
+  except (documents.InputError, writer.OutputError, tokenization.VocabError, ValueError) as e:
+    print(f"create_pretraining_data: error: {e}", file=sys.stderr)
+    return 1
+  except KeyboardInterrupt:
+    print("create_pretraining_data: interrupted; no output file was written", file=sys.stderr)
+    return 130
+  print("\n".join(summary.lines()), file=sys.stderr)
+  return 0
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
+  app.run(lambda argv: sys.exit(main(argv)))

@@ -1,0 +1,112 @@
+"""Model inputs from instance spans, and Google's masked-LM choice, vectorised over instances.
+
+Per instance, Google shuffles the candidate positions (every token but [CLS]
+and [SEP]; with whole-word masking, a word's `##` pieces join the candidate
+before them), takes candidates in that order while they fit into
+`num_to_predict = min(max_predictions_per_seq, max(1, round(n * masked_lm_prob)))`,
+and replaces each chosen token by [MASK] (80%), a random vocabulary token (10%)
+or itself (10%). Here the shuffle is a random key per candidate and the greedy
+fill runs column by column over all instances at once.
+"""
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class ModelInputs:
+  """Padded arrays for n instances: [n, max_seq_length] int32 unless noted."""
+  input_ids: np.ndarray
+  lengths: np.ndarray  # [n] tokens incl. [CLS] and both [SEP]
+  a_lengths: np.ndarray  # [n] tokens of segment A
+
+
+def build_inputs(ids, spans, max_seq_length, cls_id, sep_id):
+  """`[CLS] A [SEP] B [SEP]` + zero padding, gathered from the chunk's flat `ids`."""
+  pos = np.arange(max_seq_length)[None, :]  # [1, L]
+  a0, la = spans.a_start[:, None], spans.a_len[:, None]  # [n, 1]
+  b0, lb = spans.b_start[:, None], spans.b_len[:, None]
+  in_a = (pos >= 1) & (pos <= la)
+  in_b = (pos >= la + 2) & (pos < la + 2 + lb)
+  src = np.where(in_a, a0 + pos - 1, np.where(in_b, b0 + pos - la - 2, 0))  # [n, L]
+  input_ids = np.where(in_a | in_b, np.asarray(ids)[src], 0).astype(np.int32)
+  rows = np.arange(len(la))
+  lengths = spans.a_len + spans.b_len + 3
+  input_ids[:, 0] = cls_id
+  input_ids[rows, spans.a_len + 1] = sep_id
+  input_ids[rows, lengths - 1] = sep_id
+  return ModelInputs(input_ids, lengths, spans.a_len.copy())
+
+
+@dataclasses.dataclass
+class MaskedInputs:
+  """Masked `input_ids` [n, L] and the predictions, [n, max_predictions_per_seq] each,
+  positions sorted and zero-padded; `num_predictions` [n]."""
+  input_ids: np.ndarray
+  positions: np.ndarray
+  label_ids: np.ndarray
+  num_predictions: np.ndarray
+  num_masked: int  # replaced by [MASK]
+  num_random: int  # replaced by a random token
+  num_kept: int  # left unchanged
+
+
+def mask_inputs(inputs, masked_lm_prob, max_predictions_per_seq, vocab_size, mask_id,
+                is_continuation, rng):
+  """Chooses and applies masked-LM predictions; `rng` is a numpy Generator.
+
+  `is_continuation` is a [vocab_size] bool array (token starts with "##") for
+  whole-word masking, or None to mask single pieces.
+  """
+  ids = inputs.input_ids
+  n, seq_len = ids.shape
+  pos = np.arange(seq_len)[None, :]  # [1, L]
+  lengths = inputs.lengths[:, None]  # [n, 1]
+  cand = (pos >= 1) & (pos < lengths - 1) & (pos != inputs.a_lengths[:, None] + 1)
+  # Python's round() and np.rint both round half to even.
+  num_to_predict = np.minimum(
+      max_predictions_per_seq, np.maximum(1, np.rint(inputs.lengths * masked_lm_prob))
+  ).astype(np.int64)
+  if is_continuation is None:
+    starts = cand
+  else:
+    # Google joins a "##" piece to the previous candidate, even across the middle [SEP].
+    starts = cand & ~(is_continuation[ids] & (pos > 1))
+  group = np.cumsum(starts, axis=1) - 1  # [n, L] group of each candidate position
+  num_groups = starts.sum(axis=1)
+  group_len = np.zeros((n, seq_len), np.int64)  # [n, L] by group index
+  rows, cols = np.nonzero(cand)
+  np.add.at(group_len, (rows, group[rows, cols]), 1)
+  keys = rng.random((n, seq_len))
+  keys[np.arange(seq_len)[None, :] >= num_groups[:, None]] = np.inf
+  order = np.argsort(keys, axis=1)  # [n, L] groups in random order, real ones first
+  len_in_order = np.take_along_axis(group_len, order, axis=1)
+  count = np.zeros(n, np.int64)
+  take = np.zeros((n, seq_len), bool)
+  for c in range(int(num_groups.max(initial=0))):
+    fits = (len_in_order[:, c] > 0) & (count + len_in_order[:, c] <= num_to_predict)
+    take[:, c] = fits
+    count += np.where(fits, len_in_order[:, c], 0)
+    if (count >= num_to_predict).all():
+      break
+  chosen_group = np.zeros((n, seq_len), bool)
+  np.put_along_axis(chosen_group, order, take, axis=1)
+  chosen = cand & np.take_along_axis(chosen_group, np.maximum(group, 0), axis=1)
+
+  rows, cols = np.nonzero(chosen)  # row-major: positions ascending within each row
+  num_predictions = np.bincount(rows, minlength=n)
+  slot = np.arange(len(rows)) - (np.cumsum(num_predictions) - num_predictions)[rows]
+  positions = np.zeros((n, max_predictions_per_seq), np.int32)
+  label_ids = np.zeros((n, max_predictions_per_seq), np.int32)
+  positions[rows, slot] = cols
+  label_ids[rows, slot] = ids[rows, cols]
+
+  u = rng.random(len(rows))
+  to_mask, to_random = u < 0.8, u >= 0.9
+  masked = ids.copy()
+  masked[rows[to_mask], cols[to_mask]] = mask_id
+  masked[rows[to_random], cols[to_random]] = rng.integers(0, vocab_size, int(to_random.sum()))
+  n_mask, n_random = int(to_mask.sum()), int(to_random.sum())
+  return MaskedInputs(masked, positions, label_ids, num_predictions, n_mask, n_random,
+                      len(rows) - n_mask - n_random)

@@ -1,0 +1,346 @@
+"""The whole job: stream chunks through worker processes and write shuffled records.
+
+Determinism: work is cut into tasks that depend only on the input and the
+flags (tokenisation slices; (chunk, dupe, part) instance tasks with part
+boundaries set by token counts), every task's random generator is derived from
+(random_seed, chunk, dupe, part), and results are consumed in task order. So
+the output bytes depend on the seed and the inputs, never on `num_workers`
+or timing.
+
+Memory: the parent holds one chunk's raw text while reading, the chunk's token
+ids (memory-mapped by the workers from a temporary file), the records of one
+(chunk, dupe) being shuffled and at most 2 * num_workers task results in
+flight. None of this grows with the corpus; it grows with `chunk_mb`.
+
+Shuffling: Google shuffles all documents, then all instances of the corpus.
+Here documents are shuffled within a chunk, random-next B segments come from
+the chunk's documents, and the instances of each (chunk, dupe) are shuffled
+together before being written. A corpus no larger than one chunk gets
+Google's document pool; only the instance shuffle is per dupe.
+"""
+
+import collections
+import dataclasses
+import multiprocessing
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import tokenization
+from pretraining_data import documents, instances, masking, writer
+
+# Target sizes of one task; fixed so that results do not depend on num_workers.
+_TOKENIZE_SLICE_BYTES = 1 << 20
+_PART_TOKENS = 1 << 16
+
+# Purposes of derived random generators.
+_DOC_ORDER, _PART, _SHUFFLE = 0, 1, 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+  """Flags of create_pretraining_data.py (Google's names and defaults) plus ours."""
+  input_file: str
+  output_file: str
+  vocab_file: str
+  do_lower_case: bool = True
+  do_whole_word_mask: bool = False
+  max_seq_length: int = 128
+  max_predictions_per_seq: int = 20
+  random_seed: int = 12345
+  dupe_factor: int = 10
+  masked_lm_prob: float = 0.15
+  short_seq_prob: float = 0.1
+  num_workers: int = 0  # 0: all cores
+  chunk_mb: float = 16.0
+  overwrite: bool = False
+  strict: bool = False
+
+  def validate(self):
+    """Raises ValueError for settings that cannot produce instances."""
+    if self.max_seq_length < 5:
+      raise ValueError(f"--max_seq_length={self.max_seq_length} is too small: "
+                       "[CLS] A [SEP] B [SEP] needs at least 5 positions")
+    if self.max_predictions_per_seq < 1:
+      raise ValueError(
+          f"--max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}")
+    if self.dupe_factor < 1:
+      raise ValueError(f"--dupe_factor must be >= 1, got {self.dupe_factor}")
+    if not 0.0 < self.masked_lm_prob <= 1.0:
+      raise ValueError(f"--masked_lm_prob must be in (0, 1], got {self.masked_lm_prob}")
+    if not 0.0 <= self.short_seq_prob <= 1.0:
+      raise ValueError(f"--short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
+    if self.chunk_mb <= 0:
+      raise ValueError(f"--chunk_mb must be > 0, got {self.chunk_mb}")
+    if self.num_workers < 0:
+      raise ValueError(f"--num_workers must be >= 0, got {self.num_workers}")
+
+  @property
+  def workers(self):
+    """Worker processes: num_workers, or the cores this process may run on."""
+    if self.num_workers:
+      return self.num_workers
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def _rng(config, *keys):
+  """A numpy Generator derived from the seed and integer keys (chunk, dupe, part, purpose)."""
+  return np.random.default_rng(np.random.SeedSequence(config.random_seed, spawn_key=keys))
+
+
+class _Worker:
+  """Per-process state: tokenizer, vocabulary tables, encoder, the current chunk."""
+
+  def __init__(self, config):
+    self.config = config
+    self.tokenizer = tokenization.FullTokenizer(config.vocab_file, config.do_lower_case)
+    self.word_ids = instances.WordIds(self.tokenizer)
+    vocab = self.tokenizer.vocab
+    missing = [t for t in ("[CLS]", "[SEP]", "[MASK]", "[UNK]") if t not in vocab]
+    if missing:
+      raise tokenization.VocabError(
+          f"vocab file {config.vocab_file!r} lacks the special token(s) {', '.join(missing)}")
+    self.cls_id, self.sep_id, self.mask_id = vocab["[CLS]"], vocab["[SEP]"], vocab["[MASK]"]
+    self.vocab_size = len(vocab)
+    self.is_continuation = (np.array([t.startswith("##") for t in vocab])
+                            if config.do_whole_word_mask else None)
+    self.encoder = writer.ExampleEncoder(config.max_seq_length, config.max_predictions_per_seq)
+    self._chunk_dir, self._chunk = None, None
+
+  def tokenize(self, docs):
+    return instances.tokenize_documents(self.tokenizer, self.word_ids, docs)
+
+  def chunk(self, chunk_dir):
+    if chunk_dir != self._chunk_dir:
+      self._chunk = instances.TokenizedChunk(*(
+          np.load(os.path.join(chunk_dir, f"{name}.npy"), mmap_mode="r")
+          for name in ("ids", "sentence_starts", "doc_starts")))
+      self._chunk_dir = chunk_dir
+    return self._chunk
+
+  def make_records(self, task):
+    """(chunk_dir, chunk, dupe, part, doc_indices) -> (framed records, Counter of stats)."""
+    chunk_dir, chunk_index, dupe, part, doc_indices = task
+    c = self.config
+    chunk = self.chunk(chunk_dir)
+    rng = _rng(c, chunk_index, dupe, part, _PART)
+    spans = instances.create_instance_spans(
+        chunk, doc_indices, c.max_seq_length, c.short_seq_prob,
+        random.Random(int(rng.integers(1 << 63))))
+    inputs = masking.build_inputs(chunk.ids, spans, c.max_seq_length, self.cls_id, self.sep_id)
+    masked = masking.mask_inputs(inputs, c.masked_lm_prob, c.max_predictions_per_seq,
+                                 self.vocab_size, self.mask_id, self.is_continuation, rng)
+    records = self.encoder.encode_batch(masked, inputs.lengths, inputs.a_lengths,
+                                        spans.is_random_next)
+    stats = collections.Counter(
+        instances=len(records), random_next=int(spans.is_random_next.sum()),
+        documents=len(doc_indices), short_target_documents=spans.short_target_docs,
+        predictions=int(masked.num_predictions.sum()), masked=masked.num_masked,
+        random_token=masked.num_random, kept=masked.num_kept)
+    return records, stats
+
+
+_WORKER = None
+
+
+def _init_worker(config):
+  """Pool initializer: the parent handles Ctrl-C and stops the workers (with SIGTERM).
+
+  Forked workers inherit the parent's ready `_WORKER`; spawned ones build their own.
+  """
+  global _WORKER
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  signal.signal(signal.SIGTERM, signal.SIG_DFL)
+  if _WORKER is None or _WORKER.config != config:
+    _WORKER = _Worker(config)
+
+
+def _tokenize_task(docs):
+  return _WORKER.tokenize(docs)
+
+
+def _records_task(task):
+  return _WORKER.make_records(task)
+
+
+class _Runner:
+  """Runs tasks in order, in-process (1 worker) or on a pool with bounded prefetch."""
+
+  def __init__(self, config, worker):
+    global _WORKER
+    self.workers = config.workers
+    _WORKER = worker
+    if self.workers == 1:
+      self._pool = None
+    else:
+      self._pool = multiprocessing.get_context().Pool(self.workers, _init_worker, (config,))
+
+  def imap(self, fn, tasks):
+    """Yields fn(task) in task order, with at most 2 * workers tasks in flight."""
+    if self._pool is None:
+      yield from map(fn, tasks)
+      return
+    pending = collections.deque()
+    for task in tasks:
+      pending.append(self._pool.apply_async(fn, (task,)))
+      if len(pending) >= 2 * self.workers:
+        yield pending.popleft().get()
+    while pending:
+      yield pending.popleft().get()
+
+  def close(self, ok):
+    if self._pool is not None:
+      if ok:
+        self._pool.close()
+      else:
+        self._pool.terminate()
+      self._pool.join()
+
+
+def _parts(chunk, order, part_tokens):
+  """Splits the chunk's documents, in `order`, into runs of about `part_tokens` tokens."""
+  sizes = chunk.sentence_starts[chunk.doc_starts[1:]] - chunk.sentence_starts[chunk.doc_starts[:-1]]
+  out, size = [], 0
+  for d in order.tolist():
+    out.append(d)
+    size += int(sizes[d])
+    if size >= part_tokens:
+      yield np.asarray(out)
+      out, size = [], 0
+  if out:
+    yield np.asarray(out)
+
+
+class Progress:
+  """A one-line progress report on stderr, at most once per `interval` seconds."""
+
+  def __init__(self, total_bytes, stream=sys.stderr, interval=1.0):
+    self.total_bytes = total_bytes
+    self.stream, self.interval = stream, interval
+    self.start = self._last = time.monotonic()
+    self.tty = getattr(stream, "isatty", lambda: False)()
+
+  def update(self, done_bytes, docs, written, force=False):
+    """`done_bytes`: input bytes fully processed (fractional over dupes)."""
+    now = time.monotonic()
+    if not force and now - self._last < self.interval:
+      return
+    self._last = now
+    elapsed = max(now - self.start, 1e-9)
+    line = (f"{docs:,} documents read, {written:,} instances written, "
+            f"{done_bytes / elapsed / 1e6:.2f} MB/s")
+    if 0 < done_bytes < self.total_bytes:
+      line += f", ETA {elapsed * (self.total_bytes - done_bytes) / done_bytes:.0f} s"
+    end = "\r" if self.tty and not force else "\n"
+    print(line.ljust(100) if self.tty else line, end=end, file=self.stream, flush=True)
+
+
+@dataclasses.dataclass
+class Summary:
+  """What a run produced (figures for the final report and for tests)."""
+  input_files: list
+  output_files: list
+  instances: int
+  read: documents.ReadStats
+  empty_documents: int
+  chunks: int
+  seconds: float
+  stats: collections.Counter
+  max_records_held: int  # most serialized records the parent held at once
+
+  def lines(self):
+    s, n = self.stats, max(self.instances, 1)
+    p = max(s["predictions"], 1)
+    return [
+        f"Wrote {self.instances:,} instances to {len(self.output_files)} file(s) in "
+        f"{self.seconds:.1f} s ({self.instances / max(self.seconds, 1e-9):,.0f} instances/s, "
+        f"{self.read.bytes_read / max(self.seconds, 1e-9) / 1e6:.2f} MB/s of input)",
+        f"  input: {len(self.input_files)} file(s), {self.read.bytes_read:,} bytes, "
+        f"{self.read.documents:,} documents in {self.chunks} chunk(s); skipped "
+        f"{self.read.bad_utf8_lines:,} non-UTF-8 line(s), "
+        f"{self.empty_documents:,} empty document(s)",
+        f"  random-next pairs: {s['random_next'] / n:.1%}; short target length: "
+        f"{s['short_target_documents'] / max(s['documents'], 1):.1%} of documents",
+        f"  masked positions: {s['predictions'] / n:.2f} per instance; [MASK] "
+        f"{s['masked'] / p:.1%}, random token {s['random_token'] / p:.1%}, "
+        f"kept {s['kept'] / p:.1%}",
+    ]
+
+
+def run(config, progress_stream=sys.stderr):
+  """Runs the job described by `config`; returns a Summary. Raises on bad input."""
+  config.validate()
+  input_files = documents.resolve_input_files(config.input_file)
+  output_files = [p.strip() for p in config.output_file.split(",") if p.strip()]
+  if not output_files:
+    raise writer.OutputError("--output_file names no file")
+  writer.check_outputs(output_files, config.overwrite)
+  # Load and check the vocabulary here too, so a bad one fails before any worker starts.
+  worker = _Worker(config)
+
+  total_bytes = sum(os.path.getsize(f) for f in input_files)
+  progress = Progress(total_bytes, progress_stream)
+  read_stats = documents.ReadStats()
+  stats = collections.Counter()
+  empty_docs = chunks = max_held = 0
+  done_bytes = 0.0
+  start = time.monotonic()
+  runner = _Runner(config, worker)
+  tmp = tempfile.mkdtemp(prefix="pretraining_data-")
+  ok = False
+  try:
+    with writer.ShardedRecordWriter(output_files, config.overwrite) as out:
+      chunker = documents.Chunker(
+          documents.read_documents(input_files, read_stats, config.strict),
+          int(config.chunk_mb * 1e6), _TOKENIZE_SLICE_BYTES)
+      chunk_index = -1
+      while not chunker.exhausted:
+        chunk_index += 1
+        pieces = list(runner.imap(_tokenize_task, chunker.next_chunk()))
+        chunk_bytes = chunker.last_chunk_bytes
+        progress.update(done_bytes, read_stats.documents, out.count)
+        empty_docs += sum(p[3] for p in pieces)
+        chunk = instances.TokenizedChunk.from_pieces([p[:3] for p in pieces])
+        del pieces
+        if chunk.num_documents == 0:
+          done_bytes += chunk_bytes
+          continue
+        chunks += 1
+        chunk_dir = os.path.join(tmp, f"chunk{chunk_index}")
+        os.mkdir(chunk_dir)
+        for name in ("ids", "sentence_starts", "doc_starts"):
+          np.save(os.path.join(chunk_dir, f"{name}.npy"), getattr(chunk, name))
+        order = _rng(config, chunk_index, _DOC_ORDER).permutation(chunk.num_documents)
+        parts = list(_parts(chunk, order, _PART_TOKENS))
+        tasks = ((chunk_dir, chunk_index, dupe, p, doc_indices)
+                 for dupe in range(config.dupe_factor) for p, doc_indices in enumerate(parts))
+        held = []
+        for n_done, (records, task_stats) in enumerate(runner.imap(_records_task, tasks), 1):
+          held.extend(records)
+          stats.update(task_stats)
+          max_held = max(max_held, len(held))
+          if n_done % len(parts) == 0:  # all parts of one dupe are in: shuffle and write
+            dupe = n_done // len(parts) - 1
+            for i in _rng(config, chunk_index, dupe, _SHUFFLE).permutation(len(held)).tolist():
+              out.write(held[i])
+            held = []
+            done_bytes += chunk_bytes / config.dupe_factor
+          progress.update(done_bytes, read_stats.documents, out.count)
+        shutil.rmtree(chunk_dir)
+      if out.count == 0:
+        raise documents.InputError(
+            f"no instances: the input ({', '.join(input_files)}) holds no non-empty document")
+      progress.update(total_bytes, read_stats.documents, out.count, force=True)
+      written = out.count
+    ok = True
+  finally:
+    runner.close(ok)
+    shutil.rmtree(tmp, ignore_errors=True)
+  return Summary(input_files, output_files, written, read_stats, empty_docs, chunks,
+                 time.monotonic() - start, stats, max_held)

@@ -1,0 +1,339 @@
+"""create_pretraining_data: Google's record format, instance/masking statistics, determinism.
+
+Outputs are parsed with Google's exact feature spec (`pretraining_data.features`)
+through TensorFlow, the way run_pretraining reads them.
+"""
+
+import random
+
+import numpy as np
+import pytest
+
+import tokenization
+from pretraining_data import features, instances, masking, pipeline, writer
+
+SEQ, PRED = 128, 20
+
+
+def _config(tmp_path, inputs, vocab, **kw):
+  kw.setdefault("dupe_factor", 1)
+  kw.setdefault("num_workers", 1)
+  return pipeline.Config(input_file=inputs, output_file=str(tmp_path / "out.tfrecord"),
+                         vocab_file=vocab, **kw)
+
+
+def _parse(paths, seq=SEQ, pred=PRED):
+  """All records of `paths` parsed with Google's feature spec -> {name: np.ndarray}."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  spec = features.feature_spec(seq, pred)
+  ds = tf.data.TFRecordDataset(paths).map(lambda r: tf.io.parse_single_example(r, spec))
+  batch = next(iter(ds.batch(1 << 20)))
+  return {k: v.numpy() for k, v in batch.items()}
+
+
+@pytest.fixture(scope="module")
+def corpus(shared_dir):
+  return ",".join(str(shared_dir / "data" / "corpus" / f)
+                  for f in ("gutenberg_heldout.txt", "wikitext2_valid.txt"))
+
+
+@pytest.fixture(scope="module")
+def run_default(tmp_path_factory, corpus, google_vocab):
+  """One run with Google's defaults (dupe_factor 2) over ~2 MB; reused by the statistics tests."""
+  tmp = tmp_path_factory.mktemp("default")
+  summary = pipeline.run(_config(tmp, corpus, google_vocab, dupe_factor=2, num_workers=2),
+                         progress_stream=open(tmp / "progress.txt", "w"))
+  return summary, _parse([summary.output_files[0]]), tmp
+
+
+@pytest.fixture(scope="module")
+def tokenizer(google_vocab):
+  return tokenization.FullTokenizer(google_vocab)
+
+
+def test_schema_is_googles_feature_spec(run_default):
+  summary, rec, _ = run_default
+  lengths = features.feature_lengths(SEQ, PRED)
+  assert set(rec) == set(lengths) == {
+      "input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
+      "masked_lm_weights", "next_sentence_labels"}
+  for name, kind, _ in features.FEATURES:
+    assert rec[name].shape == (summary.instances, lengths[name])
+    assert rec[name].dtype == (np.float32 if kind == "float" else np.int64)
+  assert summary.instances > 4000
+
+
+def test_records_equal_protos_built_like_google(tokenizer):
+  """Our hand-encoded bytes parse to the Example Google's create_int/float_feature would build."""
+  # pylint: disable-next=import-outside-toplevel
+  from tensorflow.core.example import example_pb2, feature_pb2
+  ids = np.array([[101, 2023, 2003, 102, 30000, 102] + [0] * 4], np.int32)
+  masked = masking.MaskedInputs(
+      ids, np.array([[1, 4, 0]], np.int32), np.array([[2023, 16384, 0]], np.int32),
+      np.array([2]), 1, 0, 1)
+  (record,) = writer.ExampleEncoder(10, 3).encode_batch(masked, np.array([6]), np.array([2]),
+                                                        np.array([1]))
+  data = record[12:-4]
+  assert len(record) == len(data) + 16
+  int_feature = lambda v: feature_pb2.Feature(int64_list=feature_pb2.Int64List(value=v))
+  expected = example_pb2.Example(features=feature_pb2.Features(feature={
+      "input_ids": int_feature(ids[0].tolist()),
+      "input_mask": int_feature([1] * 6 + [0] * 4),
+      "segment_ids": int_feature([0] * 4 + [1] * 2 + [0] * 4),
+      "masked_lm_positions": int_feature([1, 4, 0]),
+      "masked_lm_ids": int_feature([2023, 16384, 0]),
+      "masked_lm_weights": feature_pb2.Feature(
+          float_list=feature_pb2.FloatList(value=[1.0, 1.0, 0.0])),
+      "next_sentence_labels": int_feature([1]),
+  }))
+  assert example_pb2.Example.FromString(data) == expected
+
+
+def test_tfrecord_framing_crc(tmp_path):
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  path = tmp_path / "framed.tfrecord"
+  path.write_bytes(writer.frame_record(b"hello world") * 2 + writer.frame_record(b""))
+  # TensorFlow's reader checks both CRCs of every record.
+  assert [r.numpy() for r in tf.data.TFRecordDataset(str(path))] == [b"hello world"] * 2 + [b""]
+
+
+def test_varint_rows_matches_protobuf():
+  values = np.array([[0, 1, 127, 128, 300, 16383, 16384, 2 ** 21, 2 ** 35]], np.int64)
+  data, offsets = writer.varint_rows(values)
+  from google.protobuf.internal import encoder  # pylint: disable=import-outside-toplevel
+  # pylint: disable-next=protected-access
+  expected = b"".join(encoder._VarintBytes(int(v)) for v in values[0])
+  assert data == expected and offsets == [0, len(expected)]
+
+
+def test_input_layout(run_default):
+  _, rec, _ = run_default
+  ids, mask, seg = rec["input_ids"], rec["input_mask"], rec["segment_ids"]
+  n = mask.sum(1)
+  rows = np.arange(len(n))
+  assert (ids[:, 0] == 101).all()  # [CLS]
+  assert (ids[rows, n - 1] == 102).all()  # final [SEP]
+  a_len = (seg == 0).sum(1) - (SEQ - n) - 2
+  assert (a_len >= 1).all() and (ids[rows, a_len + 1] == 102).all()
+  assert ((n - a_len - 3) >= 1).all()  # B non-empty
+  pos = np.arange(SEQ)[None, :]
+  assert (mask == (pos < n[:, None])).all()
+  assert (seg == ((pos >= a_len[:, None] + 2) & (pos < n[:, None]))).all()
+  assert (ids[pos >= n[:, None]] == 0).all()
+  assert n.max() <= SEQ
+
+
+def test_masking_statistics(run_default):
+  summary, rec, _ = run_default
+  ids, pos, lbl, w = (rec[k] for k in ("input_ids", "masked_lm_positions", "masked_lm_ids",
+                                       "masked_lm_weights"))
+  n = rec["input_mask"].sum(1)
+  num_pred = (w > 0).sum(1)
+  # Exactly Google's count: min(max_predictions, max(1, round(n * 0.15))).
+  expected = np.minimum(PRED, np.maximum(1, np.array([round(x * 0.15) for x in n.tolist()])))
+  assert (num_pred == expected).all()
+  assert (w.sum(1) == num_pred).all() and set(np.unique(w)) <= {0.0, 1.0}
+  real = w > 0
+  assert (pos[~real] == 0).all() and (lbl[~real] == 0).all()
+  # Sorted, distinct, never [CLS] (0) or a [SEP].
+  p = np.where(real, pos, SEQ + np.arange(PRED))
+  assert (np.diff(p, axis=1) > 0).all()
+  at = np.take_along_axis(ids, pos, 1)
+  orig_at_sep = np.isin(lbl, [101, 102]) & real
+  assert not orig_at_sep.any() and (pos[real] > 0).all()
+  # 80% [MASK] / 10% random / 10% kept; tolerance 1.5 points on ~70k predictions.
+  total = real.sum()
+  masked = (at == 103) & real
+  kept = (at == lbl) & real & ~masked
+  assert abs(masked.sum() / total - 0.8) < 0.015
+  assert abs(kept.sum() / total - 0.1) < 0.015  # a random token equal to the original counts here
+  assert abs((total - masked.sum() - kept.sum()) / total - 0.1) < 0.015
+  # The masked share of real tokens is ~masked_lm_prob (rounding per instance).
+  assert abs(total / n.sum() - 0.15) < 0.01
+  s = summary.stats
+  assert s["masked"] + s["random_token"] + s["kept"] == s["predictions"] == total
+
+
+def test_random_next_and_short_share(run_default):
+  summary, rec, _ = run_default
+  share = rec["next_sentence_labels"].mean()
+  # Google's logic forces a random B when A would take the only segment, so its own
+  # script gives ~0.55 on book text; this corpus mix measures 0.52-0.56.
+  assert 0.5 < share < 0.6
+  assert summary.stats["random_next"] == rec["next_sentence_labels"].sum()
+  s = summary.stats
+  # The short target is drawn once per (document, dupe), as in Google's script: 668 draws.
+  assert s["documents"] == 2 * 234
+  assert abs(s["short_target_documents"] / s["documents"] - 0.1) < 0.04
+
+
+def test_summary_and_progress(run_default):
+  summary, _, tmp = run_default
+  text = "\n".join(summary.lines())
+  assert f"Wrote {summary.instances:,} instances" in text
+  assert "random-next pairs" in text and "[MASK]" in text and "kept" in text
+  progress = (tmp / "progress.txt").read_text()
+  assert "documents read" in progress and "MB/s" in progress
+
+
+def _google_truncation(la, lb, max_num):
+  """Google's truncate_seq_pair loop, counting removals."""
+  cut_a = cut_b = 0
+  while la + lb > max_num:
+    if la > lb:
+      la, cut_a = la - 1, cut_a + 1
+    else:
+      lb, cut_b = lb - 1, cut_b + 1
+  return cut_a, cut_b
+
+
+def test_truncation_counts_match_googles_loop():
+  for la in range(1, 60):
+    for lb in range(1, 60):
+      for max_num in (2, 5, 30, 125):
+        # pylint: disable-next=protected-access
+        assert instances._truncation(la, lb, max_num) == _google_truncation(la, lb, max_num)
+
+
+def _google_spans(docs, doc_indices, max_seq_length, short_seq_prob, rng):
+  """Google's create_instances_from_document on token lists (oracle), truncation by counts.
+
+  Tokens are (document, sentence, index) triples so the result shows which
+  sentences and which part of them each segment holds.
+  """
+  max_num = max_seq_length - 3
+  out = []
+  for d in doc_indices:
+    document = docs[d]
+    target = max_num
+    if rng.random() < short_seq_prob:
+      target = rng.randint(2, max_num)
+    chunk, length, i = [], 0, 0
+    while i < len(document):
+      chunk.append(document[i])
+      length += len(document[i])
+      if i == len(document) - 1 or length >= target:
+        a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+        a = [t for s in chunk[:a_end] for t in s]
+        b = []
+        if len(chunk) == 1 or rng.random() < 0.5:
+          is_random = True
+          for _ in range(10):
+            r = rng.randint(0, len(docs) - 1)
+            if r != d:
+              break
+          start = rng.randint(0, len(docs[r]) - 1)
+          for j in range(start, len(docs[r])):
+            b.extend(docs[r][j])
+            if len(b) >= target - len(a):
+              break
+          i -= len(chunk) - a_end
+        else:
+          is_random = False
+          b = [t for s in chunk[a_end:] for t in s]
+        cut_a, cut_b = _google_truncation(len(a), len(b), max_num)
+        front_a = rng.getrandbits(cut_a).bit_count() if cut_a else 0
+        front_b = rng.getrandbits(cut_b).bit_count() if cut_b else 0
+        a = a[front_a:len(a) - (cut_a - front_a)]
+        b = b[front_b:len(b) - (cut_b - front_b)]
+        out.append((a, b, is_random))
+        chunk, length = [], 0
+      i += 1
+  return out
+
+
+@pytest.mark.parametrize("max_seq_length,short_seq_prob", [(128, 0.1), (32, 0.5), (8, 0.0)])
+def test_instance_spans_follow_googles_document_logic(max_seq_length, short_seq_prob):
+  gen = random.Random(7)
+  docs = [[[(d, s, k) for k in range(gen.randint(1, 40))] for s in range(gen.randint(1, 12))]
+          for d in range(25)]
+  flat = [t for doc in docs for s in doc for t in s]
+  sent_lens = [len(s) for doc in docs for s in doc]
+  chunk = instances.TokenizedChunk.from_pieces(
+      [(np.arange(len(flat), dtype=np.int32), np.array(sent_lens),
+        np.array([len(d) for d in docs]))])
+  order = list(range(25))
+  gen.shuffle(order)
+  spans = instances.create_instance_spans(chunk, order, max_seq_length, short_seq_prob,
+                                          random.Random(3))
+  expected = _google_spans(docs, order, max_seq_length, short_seq_prob, random.Random(3))
+  got = [([flat[i] for i in range(a0, a0 + la)], [flat[i] for i in range(b0, b0 + lb)], bool(r))
+         for a0, la, b0, lb, r in zip(spans.a_start, spans.a_len, spans.b_start, spans.b_len,
+                                      spans.is_random_next)]
+  assert got == expected
+  assert len(got) > 50
+
+
+def _inputs_from_tokens(rows, tokenizer):
+  """[CLS] a [SEP] b [SEP] rows of word pieces -> masking.ModelInputs."""
+  n = len(rows)
+  ids = np.zeros((n, SEQ), np.int32)
+  lengths, a_lengths = np.zeros(n, np.int64), np.zeros(n, np.int64)
+  for i, (a, b) in enumerate(rows):
+    toks = ["[CLS]", *a, "[SEP]", *b, "[SEP]"]
+    ids[i, :len(toks)] = tokenizer.convert_tokens_to_ids(toks)
+    lengths[i], a_lengths[i] = len(toks), len(a)
+  return masking.ModelInputs(ids, lengths, a_lengths)
+
+
+def test_whole_word_masking_masks_whole_words(tokenizer, shared_dir):
+  lines = (shared_dir / "data" / "corpus" / "wikitext2_valid.txt").read_text().splitlines()
+  pieces = [tokenizer.tokenize(line) for line in lines[:4000] if line]
+  rows = [(p[:60], q[:60]) for p, q in zip(pieces[::2], pieces[1::2]) if p and q]
+  inputs = _inputs_from_tokens(rows, tokenizer)
+  vocab = list(tokenizer.vocab)
+  cont = np.array([t.startswith("##") for t in vocab])
+  out = masking.mask_inputs(inputs, 0.15, PRED, len(vocab), 103, cont,
+                            np.random.default_rng(0))
+  k = np.minimum(PRED, np.maximum(1, np.rint(inputs.lengths * 0.15)))
+  assert (out.num_predictions <= k).all() and (out.num_predictions >= 1).all()
+  checked = 0
+  for i in range(len(rows)):
+    chosen = set(out.positions[i, :out.num_predictions[i]].tolist())
+    toks = tokenizer.convert_ids_to_tokens(inputs.input_ids[i, :inputs.lengths[i]].tolist())
+    cand = [j for j, t in enumerate(toks) if t not in ("[CLS]", "[SEP]")]
+    # Google's groups: a "##" piece joins the previous candidate (even across the [SEP]).
+    groups = []
+    for j in cand:
+      if groups and toks[j].startswith("##"):
+        groups[-1].append(j)
+      else:
+        groups.append([j])
+    for g in groups:
+      hit = chosen.intersection(g)
+      assert not hit or hit == set(g), (toks, g, chosen)
+      checked += len(g) > 1 and bool(hit)
+  assert checked > 200  # many multi-piece words were masked
+  assert (out.label_ids[out.positions > 0] > 0).all()
+
+
+def test_single_piece_masking_split_and_positions(tokenizer):
+  rows = [(["the"] * 50, ["cat"] * 70)] * 2000
+  inputs = _inputs_from_tokens(rows, tokenizer)
+  out = masking.mask_inputs(inputs, 0.15, PRED, 30522, 103, None, np.random.default_rng(1))
+  assert (out.num_predictions == 18).all()  # n = 123 tokens: round(18.45) = 18
+  assert out.num_masked / 36000 == pytest.approx(0.8, abs=0.01)
+  assert out.num_random / 36000 == pytest.approx(0.1, abs=0.01)
+  pos = out.positions[:, :18]
+  assert not np.isin(pos, [0, 51, 122]).any() and (out.positions[:, 18:] == 0).all()
+  # Every candidate position is equally likely: first vs second half of A/B.
+  counts = np.bincount(pos.ravel(), minlength=SEQ)
+  assert counts[1:51].std() / counts[1:51].mean() < 0.1
+
+
+def test_tokenized_ids_equal_full_tokenizer(tokenizer, shared_dir):
+  """The memoised word lookup gives exactly FullTokenizer's ids, line by line."""
+  text = (shared_dir / "data" / "corpus" / "wikitext2_valid.txt").read_text()
+  docs = [d.splitlines() for d in text.split("\n\n")[:20]]
+  docs.append(["\x00\x01", "\u200b"])  # tokenizes to nothing: an empty document
+  ids, sent_lens, doc_counts, n_empty = instances.tokenize_documents(
+      tokenizer, instances.WordIds(tokenizer), docs)
+  expected = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line))
+              for doc in docs for line in doc]
+  sentences = [a.tolist() for a in np.split(ids, np.cumsum(sent_lens)[:-1])]
+  assert sentences == [e for e in expected if e]
+  assert len(sentences) > 500
+  assert doc_counts.tolist() == [sum(1 for e in doc if e) for doc in
+                                 [expected[sum(map(len, docs[:i])):][:len(d)]
+                                  for i, d in enumerate(docs[:-1])]]
+  assert n_empty == 1

@@ -1,0 +1,222 @@
+"""create_pretraining_data end to end: determinism, bounded memory, atomic output, bad input, CLI."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import tokenization
+from pretraining_data import documents, masking, pipeline, writer
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _run(tmp_path, inputs, vocab, name="out.tfrecord", **kw):
+  kw.setdefault("dupe_factor", 1)
+  kw.setdefault("num_workers", 1)
+  config = pipeline.Config(input_file=str(inputs),
+                           output_file=kw.pop("output_file", str(tmp_path / name)),
+                           vocab_file=vocab, **kw)
+  return pipeline.run(config, progress_stream=open(os.devnull, "w"))
+
+
+@pytest.fixture(scope="module")
+def heldout(shared_dir):
+  return shared_dir / "data" / "corpus" / "gutenberg_heldout.txt"
+
+
+def test_output_identical_for_1_and_2_workers_across_chunks(tmp_path, heldout, google_vocab):
+  kw = dict(dupe_factor=2, chunk_mb=0.3, do_whole_word_mask=True)
+  one = _run(tmp_path, heldout, google_vocab, "w1.tfrecord", num_workers=1, **kw)
+  two = _run(tmp_path, heldout, google_vocab, "w2.tfrecord", num_workers=2, **kw)
+  assert one.chunks == two.chunks >= 3
+  assert (tmp_path / "w1.tfrecord").read_bytes() == (tmp_path / "w2.tfrecord").read_bytes()
+  assert one.instances == two.instances > 3000
+  other = _run(tmp_path, heldout, google_vocab, "seed.tfrecord", random_seed=1, **kw)
+  assert (tmp_path / "seed.tfrecord").read_bytes() != (tmp_path / "w1.tfrecord").read_bytes()
+  assert abs(other.instances - one.instances) < 0.05 * one.instances
+
+
+def test_round_robin_over_output_files(tmp_path, heldout, google_vocab):
+  single = _run(tmp_path, heldout, google_vocab, "single.tfrecord")
+  outs = [str(tmp_path / f"shard{i}.tfrecord") for i in range(3)]
+  sharded = _run(tmp_path, heldout, google_vocab, output_file=",".join(outs))
+  assert sharded.instances == single.instances
+  records = lambda p: _framed_records(pathlib.Path(p).read_bytes())
+  merged = [None] * single.instances
+  for i, path in enumerate(outs):
+    merged[i::3] = records(path)
+  assert merged == records(tmp_path / "single.tfrecord")
+
+
+def _framed_records(data):
+  """Splits TFRecord bytes into framed records (length from the 8-byte header)."""
+  out, i = [], 0
+  while i < len(data):
+    n = int.from_bytes(data[i:i + 8], "little")
+    out.append(data[i:i + 16 + n])
+    i += 16 + n
+  return out
+
+
+def test_memory_is_bounded_by_the_chunk_not_the_corpus(tmp_path, shared_dir, google_vocab):
+  """A 2.9 MB corpus in 0.25 MB chunks: the parent never holds more than one
+  (chunk, dupe) of records, ~1/15 of the output here."""
+  corpus = ",".join(str(shared_dir / "data" / "corpus" / f) for f in
+                    ("gutenberg_heldout.txt", "wikitext2_valid.txt", "gutenberg_heldout.txt"))
+  summary = _run(tmp_path, corpus, google_vocab, chunk_mb=0.25, dupe_factor=2)
+  assert summary.chunks >= 10
+  per_chunk_dupe = summary.instances / (2 * summary.chunks)
+  assert summary.max_records_held < 3 * per_chunk_dupe
+  assert summary.max_records_held < summary.instances / 5
+
+
+def test_failure_leaves_no_output_and_keeps_the_old_file(tmp_path, heldout, google_vocab,
+                                                         monkeypatch):
+  out = tmp_path / "out.tfrecord"
+  out.write_bytes(b"previous")
+  calls = []
+  real = masking.mask_inputs
+
+  def failing(*args, **kw):
+    calls.append(1)
+    if len(calls) == 3:
+      raise RuntimeError("injected failure")
+    return real(*args, **kw)
+
+  monkeypatch.setattr(masking, "mask_inputs", failing)
+  with pytest.raises(RuntimeError, match="injected"):
+    _run(tmp_path, heldout, google_vocab, overwrite=True)
+  assert out.read_bytes() == b"previous"
+  assert sorted(p.name for p in tmp_path.iterdir()) == ["out.tfrecord"]
+  monkeypatch.undo()
+  with pytest.raises(writer.OutputError, match="exists.*--overwrite"):
+    _run(tmp_path, heldout, google_vocab)
+  assert out.read_bytes() == b"previous"
+  summary = _run(tmp_path, heldout, google_vocab, overwrite=True)
+  assert out.stat().st_size > 1000 and summary.instances > 1000
+
+
+def test_temporary_name_until_commit(tmp_path):
+  paths = [str(tmp_path / "a"), str(tmp_path / "b")]
+  w = writer.ShardedRecordWriter(paths)
+  w.write(b"x")
+  w.write(b"y")
+  w.write(b"z")
+  assert not any(os.path.exists(p) for p in paths)
+  assert all(os.path.exists(t) and os.path.basename(t).startswith(".") for t in w.temp_paths)
+  w.commit()
+  assert [open(p, "rb").read() for p in paths] == [b"xz", b"y"]
+  assert not any(os.path.exists(t) for t in w.temp_paths)
+
+
+def test_non_utf8_lines_skipped_and_counted_or_strict(tmp_path, google_vocab):
+  f = tmp_path / "bad.txt"
+  good = "The cat sat on the mat.\nIt was warm.\nThen it left.\n"
+  f.write_bytes(good.encode() + b"bad \xff\xfe byte\n\n" + good.encode() + b"\n" + good.encode())
+  summary = _run(tmp_path, f, google_vocab)
+  assert summary.read.bad_utf8_lines == 1 and summary.instances >= 3
+  assert "skipped 1 non-UTF-8 line(s)" in "\n".join(summary.lines())
+  with pytest.raises(documents.InputError, match=r"bad\.txt:4: line is not valid UTF-8"):
+    _run(tmp_path, f, google_vocab, name="strict.tfrecord", strict=True)
+  assert not (tmp_path / "strict.tfrecord").exists()
+
+
+def test_empty_documents_counted_and_empty_input_fails(tmp_path, google_vocab):
+  f = tmp_path / "docs.txt"
+  # Middle document: only characters the tokenizer drops (control characters).
+  f.write_text("One sentence here.\nAnother one.\n\n\x00\x01\n\n\nThird doc.\nMore text.\n")
+  summary = _run(tmp_path, f, google_vocab)
+  assert summary.empty_documents == 1 and summary.read.documents == 3
+  empty = tmp_path / "empty.txt"
+  empty.write_text("\n\n  \n")
+  with pytest.raises(documents.InputError, match="no instances"):
+    _run(tmp_path, empty, google_vocab, name="e.tfrecord")
+  assert not (tmp_path / "e.tfrecord").exists()
+
+
+@pytest.mark.parametrize("pattern,message", [
+    ("{tmp}/missing.txt", "input file not found"),
+    ("{tmp}/*.nothing", "matches no file"),
+    (",", "names no file"),
+])
+def test_missing_inputs(tmp_path, google_vocab, pattern, message):
+  with pytest.raises(documents.InputError, match=message):
+    _run(tmp_path, pattern.format(tmp=tmp_path), google_vocab)
+
+
+def test_globs_and_comma_lists(tmp_path, heldout, google_vocab):
+  for i in range(2):
+    (tmp_path / f"part{i}.txt").write_text(heldout.read_text()[:20000])
+  summary = _run(tmp_path, f"{tmp_path}/part*.txt,{heldout}", google_vocab)
+  assert [os.path.basename(p) for p in summary.input_files] == [
+      "part0.txt", "part1.txt", "gutenberg_heldout.txt"]
+
+
+def test_bad_vocab(tmp_path, heldout):
+  with pytest.raises(tokenization.VocabError, match="not found"):
+    _run(tmp_path, heldout, str(tmp_path / "nope.txt"))
+  v = tmp_path / "vocab.txt"
+  v.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n")
+  with pytest.raises(tokenization.VocabError, match=r"lacks.*\[MASK\]"):
+    _run(tmp_path, heldout, str(v))
+  v.write_text("[PAD]\n\n[UNK]\n")
+  with pytest.raises(tokenization.VocabError, match="blank line"):
+    _run(tmp_path, heldout, str(v))
+
+
+@pytest.mark.parametrize("flag,value,message", [
+    ("max_seq_length", 4, "too small"),
+    ("masked_lm_prob", 0.0, "masked_lm_prob"),
+    ("dupe_factor", 0, "dupe_factor"),
+    ("short_seq_prob", 1.5, "short_seq_prob"),
+])
+def test_bad_settings(tmp_path, heldout, google_vocab, flag, value, message):
+  with pytest.raises(ValueError, match=message):
+    _run(tmp_path, heldout, google_vocab, **{flag: value})
+
+
+def test_smallest_sequence_length_works(tmp_path, heldout, google_vocab):
+  summary = _run(tmp_path, heldout, google_vocab, max_seq_length=5, max_predictions_per_seq=1)
+  # Every sentence fills the 2-token target alone, so it becomes A of a random-next pair.
+  assert summary.instances == summary.stats["random_next"] == 7473  # sentences in the file
+
+
+def _cli(*args):
+  return subprocess.run([sys.executable, str(REPO / "create_pretraining_data.py"), *args],
+                        capture_output=True, text=True, cwd=REPO, timeout=300)
+
+
+def test_cli(tmp_path, heldout, google_vocab):
+  out = tmp_path / "cli.tfrecord"
+  args = [f"--input_file={heldout}", f"--output_file={out}", f"--vocab_file={google_vocab}",
+          "--dupe_factor=1", "--num_workers=2"]
+  ok = _cli(*args)
+  assert ok.returncode == 0, ok.stderr
+  assert "Wrote" in ok.stderr and "random-next pairs" in ok.stderr and out.exists()
+  again = _cli(*args)
+  assert again.returncode == 1 and "exists" in again.stderr and "--overwrite" in again.stderr
+  missing = _cli(*args[1:], f"--input_file={tmp_path}/none*.txt")
+  assert missing.returncode == 1 and "matches no file" in missing.stderr
+  assert "Traceback" not in missing.stderr
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_interrupt_leaves_no_output(tmp_path, shared_dir, google_vocab, signame):
+  import signal  # pylint: disable=import-outside-toplevel
+  out = tmp_path / "big.tfrecord"
+  proc = subprocess.Popen(
+      [sys.executable, str(REPO / "create_pretraining_data.py"),
+       f"--input_file={shared_dir / 'data' / 'corpus' / 'gutenberg_train.txt'}",
+       f"--output_file={out}", f"--vocab_file={google_vocab}", "--num_workers=2",
+       "--dupe_factor=10", "--chunk_mb=1"],
+      cwd=REPO, stderr=subprocess.PIPE, text=True)
+  line = proc.stderr.readline()  # the first progress line: records are being written
+  assert "documents read" in line, line
+  proc.send_signal(getattr(signal, signame))
+  _, err = proc.communicate(timeout=60)
+  assert proc.returncode == 130, err
+  assert "interrupted" in err
+  assert list(tmp_path.iterdir()) == []
