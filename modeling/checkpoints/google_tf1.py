@@ -72,10 +72,8 @@ def save_google_checkpoint(model, prefix, global_step=None):
   (int64) is written when given. Returns the prefix.
   """
   prefix = os.fspath(prefix)
-  variables = dict(names_lib.encoder_variables(names_lib.find_encoder(model)))
-  for head in names_lib.head_variables(model).values():
-    variables.update(head)
-  tensors = {name: tf.convert_to_tensor(var.numpy()) for name, var in variables.items()}
+  tensors = {name: tf.convert_to_tensor(var.numpy())
+             for name, var in names_lib.model_variables(model).items()}
   if global_step is not None:
     tensors["global_step"] = tf.constant(global_step, tf.int64)
   names = sorted(tensors)

@@ -80,6 +80,14 @@ def head_variables(model):
   return heads
 
 
+def model_variables(model):
+  """Google name -> variable for every weight of `model`: encoder and heads."""
+  variables = dict(encoder_variables(find_encoder(model)))
+  for head in head_variables(model).values():
+    variables.update(head)
+  return variables
+
+
 def num_layers(encoder):
   return sum(1 for layer in encoder.layers if re.fullmatch(r"layer_\d+", layer.name))
 

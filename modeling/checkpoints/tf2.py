@@ -1,41 +1,41 @@
 """Our own TF2 object-based checkpoints (`tf.train.Checkpoint`), as training writes them.
 
-A checkpoint made by `new_checkpoint` names the encoder and each head as
-separate objects (`encoder`, `masked_lm`, `next_sentence`, `classifier`)
-besides the whole `model`, so a classifier can restore the encoder of a
-pre-training checkpoint and vice versa.
+`new_checkpoint` tracks the model's weights in a dict keyed by their Google
+names (object `bert_weights`), not through the Keras layer graph, whose
+dependency names are positional (`layer_with_weights-N`). Restoring therefore
+matches by name: a classifier restores the encoder of a pre-training
+checkpoint, and a model of another size fails with the names that differ.
 """
 
 import os
+import re
 
-from absl import logging
 import tensorflow as tf
 
 from modeling.checkpoints import names as names_lib
-from modeling.checkpoints.assign import CheckpointError, LoadReport
+from modeling.checkpoints.assign import CheckpointError, assign_named_arrays
 
-# Our head layer name -> object name in the checkpoint.
-_HEAD_OBJECTS = {"cls_predictions": "masked_lm", "cls_seq_relationship": "next_sentence",
-                 "classifier": "classifier"}
-
-
-def model_objects(model):
-  """Object name -> trackable for the encoder and each head `model` has."""
-  objects = {"encoder": names_lib.find_encoder(model)}
-  for layer in model.layers:
-    if layer.name in _HEAD_OBJECTS:
-      objects[_HEAD_OBJECTS[layer.name]] = layer
-  return objects
+WEIGHTS_OBJECT = "bert_weights"
+_KEY_RE = re.compile(r"^" + WEIGHTS_OBJECT + r"/(.+)/\.ATTRIBUTES/VARIABLE_VALUE$")
 
 
 def new_checkpoint(model, optimizer=None, **extra):
-  """A `tf.train.Checkpoint` of `model` (and its parts), `optimizer` and `extra` objects."""
-  objects = model_objects(model)
-  objects["model"] = model
+  """A `tf.train.Checkpoint` of `model`'s weights (by Google name), `optimizer` and `extra`.
+
+  Save it with `tf.train.CheckpointManager`; resume training with
+  `new_checkpoint(model, optimizer, ...).restore(path)`, or restore only the
+  weights, into any model sharing the encoder, with `restore_model`.
+  """
+  objects = {WEIGHTS_OBJECT: names_lib.model_variables(model)}
   if optimizer is not None:
     objects["optimizer"] = optimizer
   objects.update(extra)
   return tf.train.Checkpoint(**objects)
+
+
+def _unescape(local_name):
+  """Inverts TF's escaping of object names in checkpoint keys ('/' -> '.S', '.' -> '..')."""
+  return re.sub(r"\.(.)", lambda m: "/" if m.group(1) == "S" else m.group(1), local_name)
 
 
 def resolve_prefix(path):
@@ -52,31 +52,24 @@ def resolve_prefix(path):
 
 
 def restore_model(model, path):
-  """Restores `model`'s encoder and heads from one of our TF2 checkpoints.
+  """Restores `model`'s weights from one of our TF2 checkpoints, strictly, by name.
 
-  The encoder must be in the checkpoint, completely and with matching shapes;
-  heads are restored when the checkpoint has them and reported otherwise.
-  Optimizer state and other objects are left alone. Returns a `LoadReport`.
+  Same rules and report as for Google checkpoints (`assign_named_arrays`);
+  optimizer state and other objects are ignored.
   """
   prefix = resolve_prefix(path)
-  saved = {name.split("/", 1)[0] for name, _ in tf.train.list_variables(prefix)}
-  objects = model_objects(model)
-  if "encoder" not in saved:
-    raise CheckpointError(f"{prefix} has no 'encoder' object; it was not written by "
-                          f"modeling.new_checkpoint (top-level objects: {sorted(saved)})")
-  report = LoadReport(prefix)
-  present = {}
-  for name, obj in objects.items():
-    if name in saved:
-      present[name] = obj
-    else:
-      report.heads_absent.append(name)
-  try:
-    status = tf.train.Checkpoint(**present).read(prefix)
-    status.assert_existing_objects_matched()
-  except (AssertionError, ValueError, tf.errors.OpError) as e:
-    raise CheckpointError(f"{prefix} does not fit the model: {e}") from None
-  report.loaded = sorted(present)
-  report.ignored = sorted(saved - set(present))
-  logging.info(report.summary())
+  reader = tf.train.load_checkpoint(prefix)
+  keys, other = {}, []
+  for key in reader.get_variable_to_shape_map():
+    m = _KEY_RE.match(key)
+    if m:
+      keys[_unescape(m.group(1))] = key
+    elif not key.startswith("_"):
+      other.append(key.split("/", 1)[0])
+  if not keys:
+    raise CheckpointError(f"{prefix} has no '{WEIGHTS_OBJECT}' object; it was not written by "
+                          f"modeling.new_checkpoint (objects: {sorted(set(other))})")
+  shapes = {name: reader.get_variable_to_shape_map()[key] for name, key in keys.items()}
+  report = assign_named_arrays(model, shapes, lambda name: reader.get_tensor(keys[name]), prefix)
+  report.ignored += sorted(set(other))
   return report
