@@ -1,5 +1,6 @@
 """`load_checkpoint` / `load_config`: one entry point for every checkpoint format."""
 
+import json
 import os
 
 import tensorflow as tf
@@ -57,13 +58,21 @@ def load_checkpoint(model, path):
 
 
 def load_config(path):
-  """The `BertConfig` stored beside a checkpoint.
+  """The `BertConfig` for a checkpoint or a config file.
 
-  HF directories (and `.safetensors` files) give their `config.json`, with HF's
-  "gelu" read as exact GELU; other checkpoints give the `bert_config.json` of
-  their directory.
+  - a `.json` file: Google's `bert_config.json`, or HF's `config.json` (it has
+    `model_type`; HF's "gelu" is read as exact GELU);
+  - an HF directory or `.safetensors` file: its `config.json`;
+  - any other checkpoint: the `bert_config.json` of its directory.
   """
   path = os.fspath(path)
+  if path.endswith(".json"):
+    try:
+      with open(path, encoding="utf-8") as f:
+        is_hf = "model_type" in json.load(f)
+    except (OSError, ValueError, TypeError):
+      is_hf = False  # BertConfig.from_json_file reports the problem.
+    return huggingface.load_hf_config(path) if is_hf else BertConfig.from_json_file(path)
   directory = path if os.path.isdir(path) else os.path.dirname(path)
   if path.endswith(".safetensors") or huggingface.is_huggingface_dir(path):
     return huggingface.load_hf_config(directory)
@@ -72,6 +81,5 @@ def load_config(path):
     raise ConfigError(f"no {GOOGLE_CONFIG_NAME} beside checkpoint {path!r}; pass the "
                       "config file explicitly")
   return BertConfig.from_json_file(config_file)
-
 
 __all__ = ["CheckpointError", "detect_format", "load_checkpoint", "load_config"]
