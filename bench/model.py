@@ -24,27 +24,40 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import modeling  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
-def timed(fn, steps):
-  """Seconds per call of fn: the best of `steps` calls after one warm-up/compile call.
+class MatmulProbe:
+  """The machine's float32 matmul rate, sampled between the model's steps.
 
-  The best, not the median: other jobs share the machine, and the best run is
-  the one closest to what the code itself costs.
+  Other jobs share the machine and its load changes within minutes, so a peak
+  measured once is not comparable with a model step measured later. Each
+  model step is followed by a probe (n x n matmuls, n = 1024 and 2048) and a
+  row's fraction of peak uses the best probe of its own time window.
   """
+
+  def __init__(self):
+    self.matmul = tf.function(tf.matmul)
+    self.inputs = {n: (tf.random.normal([n, n]), tf.random.normal([n, n])) for n in (1024, 2048)}
+    for a, b in self.inputs.values():
+      self.matmul(a, b).numpy()
+
+  def rate(self):
+    best = 0.0
+    for n, (a, b) in self.inputs.items():
+      start = time.perf_counter()
+      self.matmul(a, b).numpy()
+      best = max(best, 2 * n ** 3 / (time.perf_counter() - start))
+    return best
+
+
+def timed_with_peak(fn, steps, probe):
+  """(best seconds of fn, best matmul FLOP/s) over `steps` alternating samples."""
   fn()
-  times = []
+  times, peaks = [], []
   for _ in range(steps):
     start = time.perf_counter()
     fn()
     times.append(time.perf_counter() - start)
-  return min(times)
-
-
-def matmul_peak(n=2048, steps=10):
-  """Float32 FLOP/s of an n x n matmul, the machine's practical peak."""
-  a = tf.random.normal([n, n])
-  b = tf.random.normal([n, n])
-  matmul = tf.function(lambda: tf.matmul(a, b))
-  return 2 * n ** 3 / timed(lambda: matmul().numpy(), steps)
+    peaks.append(probe.rate())
+  return min(times), max(peaks)
 
 
 def forward_flops(config, seq):
@@ -61,8 +74,8 @@ def features(config, batch, seq):
           "segment_ids": np.zeros((batch, seq), np.int32)}
 
 
-def ours(config, batch, seq, jit, steps):
-  """(forward s, forward+backward s) per batch for our encoder."""
+def ours(config, batch, seq, jit):
+  """(forward, forward+backward) callables running one batch through our encoder."""
   encoder = modeling.build_encoder(config)
   feats = features(config, batch, seq)
 
@@ -80,8 +93,7 @@ def ours(config, batch, seq, jit, steps):
     # Embedding gradients are IndexedSlices (sparse, as an optimizer applies them).
     return [g.values if isinstance(g, tf.IndexedSlices) else g for g in grads]
 
-  return (timed(lambda: forward(feats).numpy(), steps),
-          timed(lambda: [g.numpy() for g in train(feats)], steps))
+  return (lambda: forward(feats).numpy()), (lambda: [g.numpy() for g in train(feats)])
 
 
 def peer(config, batch, seq, steps):
@@ -109,33 +121,27 @@ def main():
 
   print(f"machine: {os.cpu_count()} CPUs, TensorFlow {tf.__version__}; "
         f"batch {args.batch_size}, seq {args.seq_length}, best of {args.steps} steps", flush=True)
-  peaks = [matmul_peak()]
-  rows = []  # (preset, mode, xla, seconds, flops, peer seconds or None)
+  probe = MatmulProbe()
+  print(f"{'preset':<7}{'mode':<9}{'XLA':<5}{'ex/s':>8}{'GFLOP/s':>9}{'peak':>7}{'of peak':>9}"
+        + ("  vs HF-PyTorch" if use_peer else ""), flush=True)
   for name in args.presets.split(","):
     config = modeling.BertConfig.preset(name)
     flops = forward_flops(config, args.seq_length) * args.batch_size
     peer_times = peer(config, args.batch_size, args.seq_length, args.steps) if use_peer else None
-    if peer_times:
-      print(f"{name}: HF-PyTorch ({peer_times[2]}) fwd {args.batch_size / peer_times[0]:.1f} "
-            f"ex/s, fwd+bwd {args.batch_size / peer_times[1]:.1f} ex/s", flush=True)
     for jit in (False, True):
-      forward, train = ours(config, args.batch_size, args.seq_length, jit, args.steps)
-      rows.append((name, "forward", jit, forward, flops, peer_times and peer_times[0]))
-      rows.append((name, "fwd+bwd", jit, train, 3 * flops, peer_times and peer_times[1]))
-      print(f"{name}: XLA {jit}: fwd {forward:.3f} s, fwd+bwd {train:.3f} s", flush=True)
-  peaks.append(matmul_peak())
-  peak = max(peaks)  # measured before and after; the better one is the machine's
-  print(f"float32 matmul peak {peak / 1e9:.1f} GFLOP/s (2048x2048; "
-        f"{peaks[0] / 1e9:.1f} before, {peaks[1] / 1e9:.1f} after)")
-  print(f"{'preset':<7}{'mode':<9}{'XLA':<5}{'ex/s':>8}{'GFLOP/s':>9}{'of peak':>9}"
-        + ("  vs HF-PyTorch" if use_peer else ""))
-  for name, mode, jit, seconds, flops, peer_seconds in rows:
-    rate = flops / seconds
-    line = (f"{name:<7}{mode:<9}{'on' if jit else 'off':<5}{args.batch_size / seconds:>8.1f}"
-            f"{rate / 1e9:>9.1f}{rate / peak:>9.1%}")
-    if peer_seconds:
-      line += f"  {peer_seconds / seconds:.2f}x"
-    print(line)
+      for k, (mode, fn) in enumerate(zip(("forward", "fwd+bwd"),
+                                         ours(config, args.batch_size, args.seq_length, jit))):
+        seconds, peak = timed_with_peak(fn, args.steps, probe)
+        rate = flops * (1, 3)[k] / seconds
+        line = (f"{name:<7}{mode:<9}{'on' if jit else 'off':<5}{args.batch_size / seconds:>8.1f}"
+                f"{rate / 1e9:>9.1f}{peak / 1e9:>7.0f}{rate / peak:>9.1%}")
+        if peer_times:
+          line += f"  {peer_times[k] / seconds:.2f}x"
+        print(line, flush=True)
+    if peer_times:
+      print(f"{name:<7}HF-PyTorch ({peer_times[2]}): fwd {args.batch_size / peer_times[0]:.1f} "
+            f"ex/s, fwd+bwd {args.batch_size / peer_times[1]:.1f} ex/s", flush=True)
+
 
 if __name__ == "__main__":
   main()

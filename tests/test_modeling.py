@@ -6,7 +6,6 @@ import math
 import numpy as np
 import pytest
 import tensorflow as tf
-import tf_keras as keras
 
 import modeling
 from modeling import activations

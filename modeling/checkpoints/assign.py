@@ -73,8 +73,9 @@ def assign_named_arrays(model, shapes, get_array, source):
   if ckpt_layers and len(ckpt_layers) != model_layers:
     problems.insert(0, f"num_hidden_layers differs: checkpoint has {len(ckpt_layers)} layers, "
                     f"model has {model_layers}")
-  for head, (prefix, label) in names_lib.HEADS.items():
-    head_vars = names_lib.head_variables(model).get(head)
+  heads = names_lib.head_variables(model)
+  for head, label in names_lib.HEAD_LABELS.items():
+    head_vars = heads.get(head)
     if head_vars is None:
       continue
     found = [name for name in head_vars if name in shapes]

@@ -6,7 +6,6 @@ import os
 import tensorflow as tf
 
 from modeling.checkpoints import google_tf1, huggingface, tf2
-from modeling.checkpoints.assign import CheckpointError
 from modeling.config import BertConfig, ConfigError
 
 GOOGLE_TF1, HUGGINGFACE, TF2 = "google_tf1", "huggingface", "tf2"
@@ -81,5 +80,3 @@ def load_config(path):
     raise ConfigError(f"no {GOOGLE_CONFIG_NAME} beside checkpoint {path!r}; pass the "
                       "config file explicitly")
   return BertConfig.from_json_file(config_file)
-
-__all__ = ["CheckpointError", "detect_format", "load_checkpoint", "load_config"]

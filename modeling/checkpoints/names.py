@@ -7,11 +7,11 @@ canonical names of a BERT model's weights.
 import re
 
 ENCODER_PREFIX = "bert/"
-# Heads: our layer name -> (Google scope prefix, human name).
-HEADS = {
-    "cls_predictions": ("cls/predictions/", "masked-LM head"),
-    "cls_seq_relationship": ("cls/seq_relationship/", "next-sentence head"),
-    "classifier": ("output_", "classifier output layer"),
+# Heads: our layer name -> what reports call it.
+HEAD_LABELS = {
+    "cls_predictions": "masked-LM head",
+    "cls_seq_relationship": "next-sentence head",
+    "classifier": "classifier output layer",
 }
 _LAYER_RE = re.compile(r"^bert/encoder/layer_(\d+)/")
 
