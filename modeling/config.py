@@ -99,7 +99,7 @@ class BertConfig:
       raise ConfigError(f"{source}: missing required key 'vocab_size'")
     fields = {f.name for f in dataclasses.fields(cls)}
     kwargs = {k: v for k, v in values.items() if k in fields}
-    config = object.__new__(cls)
+    config = object.__new__(cls)  # Skips __post_init__: the error below names `source`.
     for f in dataclasses.fields(cls):
       object.__setattr__(config, f.name, kwargs.get(f.name, f.default))
     config.validate(source)

@@ -19,9 +19,8 @@ class MaskedLMHead(keras.layers.Layer):
   def __init__(self, embedding_table, hidden_act, initializer_range, **kwargs):
     super().__init__(**kwargs)
     self.embedding_table = embedding_table
-    vocab_size, hidden_size = embedding_table.shape
     self.transform_dense = keras.layers.Dense(
-        hidden_size, activation=activations.get(hidden_act),
+        embedding_table.shape[1], activation=activations.get(hidden_act),
         kernel_initializer=truncated_normal(initializer_range), name="transform_dense",
         dtype=self.dtype_policy)
     self.transform_layer_norm = layer_norm("transform_LayerNorm")
