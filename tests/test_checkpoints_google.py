@@ -70,6 +70,16 @@ def test_outputs_match_googles_reference(loaded, reference):
   assert _max_diff(per_example, reference["next_sentence_example_loss"]) < TOL
 
 
+def test_xla_outputs_match_googles_reference(loaded, reference):
+  model, _ = loaded
+  run = tf.function(lambda f: model(f), jit_compile=True)
+  out = run({k: reference[k] for k in FEATURES})
+  real = reference["input_mask"].astype(bool)
+  assert _max_diff(out["sequence_output"], reference["sequence_output"], real) < TOL
+  assert _max_diff(out["masked_lm_logits"], reference["masked_lm_logits"]) < TOL
+  assert _max_diff(out["next_sentence_logits"], reference["next_sentence_logits"]) < TOL
+
+
 def test_report_ignores_optimizer_state(loaded):
   _, report = loaded
   assert len(report.loaded) == 46
