@@ -59,8 +59,9 @@ def restore_model(model, path):
   """
   prefix = resolve_prefix(path)
   reader = tf.train.load_checkpoint(prefix)
+  saved_shapes = reader.get_variable_to_shape_map()
   keys, other = {}, []
-  for key in reader.get_variable_to_shape_map():
+  for key in saved_shapes:
     m = _KEY_RE.match(key)
     if m:
       keys[_unescape(m.group(1))] = key
@@ -69,7 +70,7 @@ def restore_model(model, path):
   if not keys:
     raise CheckpointError(f"{prefix} has no '{WEIGHTS_OBJECT}' object; it was not written by "
                           f"modeling.new_checkpoint (objects: {sorted(set(other))})")
-  shapes = {name: reader.get_variable_to_shape_map()[key] for name, key in keys.items()}
+  shapes = {name: saved_shapes[key] for name, key in keys.items()}
   report = assign_named_arrays(model, shapes, lambda name: reader.get_tensor(keys[name]), prefix)
   report.ignored += sorted(set(other))
   return report
