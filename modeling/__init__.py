@@ -1,1 +1,33 @@
-"""The Keras BERT model: config, layers, encoder, heads and checkpoint conversion."""
+"""The Keras BERT model: config, layers, encoder, heads and checkpoint conversion.
+
+Public API:
+  BertConfig, ConfigError, PRESETS                 -- `bert_config.json`, presets
+  build_encoder(config, ...)                       -- functional encoder
+  build_pretraining_model(config, ...)             -- encoder + masked-LM + NSP heads
+  build_classifier(config, num_labels, ...)        -- encoder + run_classifier's layer
+  masked_lm_loss, next_sentence_loss, pretraining_loss  -- Google's losses
+  load_checkpoint(model, path)                     -- Google TF1 / HF / our TF2, detected
+  load_config(path)                                -- the BertConfig stored with a checkpoint
+  save_google_checkpoint(model, prefix)            -- write Google's TF1 format
+  new_checkpoint(model, ...), restore_model        -- our TF2 `tf.train.Checkpoint`s
+Parameter accounting lives in `modeling.params` (also a CLI).
+"""
+
+from modeling.classifier import build_classifier
+from modeling.config import PRESETS, BertConfig, ConfigError
+from modeling.encoder import INPUT_NAMES, build_encoder
+from modeling.heads import (build_pretraining_model, masked_lm_loss, next_sentence_loss,
+                            pretraining_loss)
+from modeling.checkpoints.assign import CheckpointError, LoadReport
+from modeling.checkpoints.auto import detect_format, load_checkpoint, load_config
+from modeling.checkpoints.google_tf1 import load_google_checkpoint, save_google_checkpoint
+from modeling.checkpoints.huggingface import load_hf_config, load_huggingface_checkpoint
+from modeling.checkpoints.tf2 import new_checkpoint, restore_model
+
+__all__ = [
+    "BertConfig", "CheckpointError", "ConfigError", "INPUT_NAMES", "LoadReport", "PRESETS",
+    "build_classifier", "build_encoder", "build_pretraining_model", "detect_format",
+    "load_checkpoint", "load_config", "load_google_checkpoint", "load_hf_config",
+    "load_huggingface_checkpoint", "masked_lm_loss", "new_checkpoint", "next_sentence_loss",
+    "pretraining_loss", "restore_model", "save_google_checkpoint",
+]

@@ -1,0 +1,82 @@
+"""`load_checkpoint` / `load_config`: one entry point for every checkpoint format."""
+
+import json
+import os
+
+import tensorflow as tf
+
+from modeling.checkpoints import google_tf1, huggingface, tf2
+from modeling.config import BertConfig, ConfigError
+
+GOOGLE_TF1, HUGGINGFACE, TF2 = "google_tf1", "huggingface", "tf2"
+GOOGLE_CONFIG_NAME = "bert_config.json"
+
+
+def detect_format(path):
+  """(format, resolved path) for a checkpoint path; see `load_checkpoint`."""
+  path = os.fspath(path)
+  if path.endswith(".safetensors") or huggingface.is_huggingface_dir(path):
+    return HUGGINGFACE, path
+  if os.path.isdir(path):
+    if os.path.exists(os.path.join(path, google_tf1.DEFAULT_PREFIX + ".index")):
+      prefix = os.path.join(path, google_tf1.DEFAULT_PREFIX)
+    elif tf.train.latest_checkpoint(path):
+      prefix = tf.train.latest_checkpoint(path)
+    else:
+      prefix = google_tf1.resolve_prefix(path)  # raises with the directory's contents
+  elif os.path.exists(path + ".index"):
+    prefix = path
+  else:
+    raise FileNotFoundError(f"no checkpoint at {path!r}: neither {path}.index nor a "
+                            "directory with bert_model.ckpt.*, a TF2 checkpoint or "
+                            "model.safetensors")
+  _, reader = google_tf1.open_reader(prefix)
+  if google_tf1.OBJECT_GRAPH_KEY in reader.get_variable_to_shape_map():
+    return TF2, prefix
+  return GOOGLE_TF1, prefix
+
+
+def load_checkpoint(model, path):
+  """Loads weights into a `modeling` model, detecting the checkpoint's format.
+
+  `path` may be:
+    - a Google TF1 checkpoint prefix (`.../bert_model.ckpt`) or a directory
+      holding `bert_model.ckpt.*`;
+    - an HF directory with `model.safetensors` (or a sharded index), or the
+      `.safetensors` file;
+    - one of our TF2 checkpoints (prefix, or a `CheckpointManager` directory).
+  Returns a `LoadReport`; raises CheckpointError / FileNotFoundError with
+  what is wrong.
+  """
+  kind, resolved = detect_format(path)
+  if kind == HUGGINGFACE:
+    return huggingface.load_huggingface_checkpoint(model, resolved)
+  if kind == TF2:
+    return tf2.restore_model(model, resolved)
+  return google_tf1.load_google_checkpoint(model, resolved)
+
+
+def load_config(path):
+  """The `BertConfig` for a checkpoint or a config file.
+
+  - a `.json` file: Google's `bert_config.json`, or HF's `config.json` (it has
+    `model_type`; HF's "gelu" is read as exact GELU);
+  - an HF directory or `.safetensors` file: its `config.json`;
+  - any other checkpoint: the `bert_config.json` of its directory.
+  """
+  path = os.fspath(path)
+  if path.endswith(".json"):
+    try:
+      with open(path, encoding="utf-8") as f:
+        is_hf = "model_type" in json.load(f)
+    except (OSError, ValueError, TypeError):
+      is_hf = False  # BertConfig.from_json_file reports the problem.
+    return huggingface.load_hf_config(path) if is_hf else BertConfig.from_json_file(path)
+  directory = path if os.path.isdir(path) else os.path.dirname(path)
+  if path.endswith(".safetensors") or huggingface.is_huggingface_dir(path):
+    return huggingface.load_hf_config(directory)
+  config_file = os.path.join(directory, GOOGLE_CONFIG_NAME)
+  if not os.path.exists(config_file):
+    raise ConfigError(f"no {GOOGLE_CONFIG_NAME} beside checkpoint {path!r}; pass the "
+                      "config file explicitly")
+  return BertConfig.from_json_file(config_file)

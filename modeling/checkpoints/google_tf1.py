@@ -1,0 +1,96 @@
+"""Google's name-based TF1 checkpoints (`bert_model.ckpt`): reading and writing."""
+
+import os
+import tempfile
+
+from absl import logging
+import tensorflow as tf
+
+from modeling.checkpoints import names as names_lib
+from modeling.checkpoints.assign import CheckpointError, assign_named_arrays
+
+# The key every TF2 object-based checkpoint has and no TF1 name-based one has.
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+DEFAULT_PREFIX = "bert_model.ckpt"
+_DATA_SUFFIX = ".data-00000-of-00001"
+
+
+def resolve_prefix(path):
+  """The checkpoint prefix for `path`: a prefix, or a directory holding bert_model.ckpt.*."""
+  path = os.fspath(path)
+  if os.path.isdir(path):
+    candidate = os.path.join(path, DEFAULT_PREFIX)
+    if os.path.exists(candidate + ".index"):
+      return candidate
+    indexes = sorted(f[:-len(".index")] for f in os.listdir(path) if f.endswith(".index"))
+    if len(indexes) == 1:
+      return os.path.join(path, indexes[0])
+    raise FileNotFoundError(f"no checkpoint in directory {path!r}: expected "
+                            f"{DEFAULT_PREFIX}.index" +
+                            (f" (found several: {indexes})" if indexes else ""))
+  if not os.path.exists(path + ".index"):
+    raise FileNotFoundError(f"no checkpoint at {path!r}: {path}.index does not exist")
+  return path
+
+
+def open_reader(path):
+  """A `CheckpointReader` for a prefix or directory, with a clear error on bad files."""
+  prefix = resolve_prefix(path)
+  try:
+    return prefix, tf.train.load_checkpoint(prefix)
+  except (tf.errors.OpError, ValueError) as e:
+    raise CheckpointError(f"cannot read checkpoint {prefix!r}: {e}") from None
+
+
+def read_variables(path):
+  """Google name -> numpy array for every variable of a TF1 checkpoint."""
+  prefix, reader = open_reader(path)
+  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def load_google_checkpoint(model, path):
+  """Loads a Google TF1 checkpoint (prefix or directory) into `model`.
+
+  Strict for the encoder; heads are loaded when present (see
+  `assign_named_arrays`); Adam slots and global_step are ignored.
+  Returns a `LoadReport`.
+  """
+  prefix, reader = open_reader(path)
+  shapes = reader.get_variable_to_shape_map()
+  if OBJECT_GRAPH_KEY in shapes:
+    raise CheckpointError(f"{prefix} is a TF2 object-based checkpoint, not a Google TF1 one; "
+                          "use modeling.load_checkpoint")
+  return assign_named_arrays(model, shapes, reader.get_tensor, prefix)
+
+
+def save_google_checkpoint(model, prefix, global_step=None):
+  """Writes `model`'s weights as a Google TF1 checkpoint at `prefix` (atomically).
+
+  Names and shapes are Google's (`bert/...`, and `cls/...` or `output_*` for
+  the heads the model has), so `tf.train.load_checkpoint`, Google's
+  `run_classifier.py`/`run_pretraining.py` and our loader read it. `global_step`
+  (int64) is written when given. Returns the prefix.
+  """
+  prefix = os.fspath(prefix)
+  tensors = {name: tf.convert_to_tensor(var.numpy())
+             for name, var in names_lib.model_variables(model).items()}
+  if global_step is not None:
+    tensors["global_step"] = tf.constant(global_step, tf.int64)
+  names = sorted(tensors)
+  directory = os.path.dirname(os.path.abspath(prefix))
+  os.makedirs(directory, exist_ok=True)
+  tmp_dir = tempfile.mkdtemp(dir=directory, prefix=".ckpt-tmp-")
+  tmp_prefix = os.path.join(tmp_dir, "ckpt")
+  try:
+    tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                      tensors=[tensors[n] for n in names])
+    # The data file first: a reader only opens a prefix whose .index exists.
+    os.replace(tmp_prefix + _DATA_SUFFIX, prefix + _DATA_SUFFIX)
+    os.replace(tmp_prefix + ".index", prefix + ".index")
+  finally:
+    for f in os.listdir(tmp_dir):
+      os.remove(os.path.join(tmp_dir, f))
+    os.rmdir(tmp_dir)
+  logging.info("wrote Google TF1 checkpoint %s (%d variables)", prefix, len(names))
+  return prefix
+

@@ -1,0 +1,143 @@
+"""`BertConfig`: the 11 hyper-parameters of Google's `bert_config.json`, validated.
+
+Reading follows Google's `BertConfig.from_json_file`: keys other than the 11
+are ignored (some published configs carry extra ones) and missing keys take
+Google's defaults, except `vocab_size`, which has no default.
+"""
+
+import dataclasses
+import json
+import os
+import tempfile
+
+from modeling import activations
+
+
+class ConfigError(ValueError):
+  """A BERT config that cannot describe a valid model."""
+
+
+# Published sizes (Turc et al. 2019 for the small ones): name -> (layers, hidden).
+PRESETS = {
+    "tiny": (2, 128),
+    "mini": (4, 256),
+    "small": (4, 512),
+    "medium": (8, 512),
+    "base": (12, 768),
+    "large": (24, 1024),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class BertConfig:
+  """Hyper-parameters of a BERT encoder, with Google's names and defaults.
+
+  `hidden_act` follows Google's convention: "gelu" is the tanh approximation.
+  "gelu_exact" (erf) and "gelu_tanh" name each variant explicitly.
+  """
+  vocab_size: int
+  hidden_size: int = 768
+  num_hidden_layers: int = 12
+  num_attention_heads: int = 12
+  intermediate_size: int = 3072
+  hidden_act: str = "gelu"
+  hidden_dropout_prob: float = 0.1
+  attention_probs_dropout_prob: float = 0.1
+  max_position_embeddings: int = 512
+  type_vocab_size: int = 16
+  initializer_range: float = 0.02
+
+  def __post_init__(self):
+    self.validate()
+
+  def validate(self, source="BertConfig"):
+    """Raises ConfigError naming `source` and every invalid field."""
+    problems = []
+    for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                 "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        problems.append(f"{name} must be a positive integer, got {value!r}")
+    for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        problems.append(f"{name} must be a number in [0, 1), got {value!r}")
+    value = self.initializer_range
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+      problems.append(f"initializer_range must be a positive number, got {value!r}")
+    if not isinstance(self.hidden_act, str) or self.hidden_act not in activations.NAMES:
+      problems.append(f"hidden_act must be one of {sorted(activations.NAMES)}, "
+                      f"got {self.hidden_act!r}")
+    if (not problems and self.hidden_size % self.num_attention_heads):
+      problems.append(f"hidden_size ({self.hidden_size}) is not a multiple of "
+                      f"num_attention_heads ({self.num_attention_heads})")
+    if problems:
+      raise ConfigError(f"{source}: " + "; ".join(problems))
+
+  @property
+  def head_size(self):
+    return self.hidden_size // self.num_attention_heads
+
+  @classmethod
+  def preset(cls, name, vocab_size=30522, **overrides):
+    """A published size: heads = hidden/64, intermediate = 4*hidden, type_vocab_size 2."""
+    if name not in PRESETS:
+      raise ConfigError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+    layers, hidden = PRESETS[name]
+    values = dict(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers,
+                  num_attention_heads=hidden // 64, intermediate_size=4 * hidden,
+                  type_vocab_size=2)
+    values.update(overrides)
+    return cls(**values)
+
+  @classmethod
+  def from_dict(cls, values, source="config"):
+    """Builds a config from a dict with Google's keys; unknown keys are ignored."""
+    if not isinstance(values, dict):
+      raise ConfigError(f"{source}: expected a JSON object, got {type(values).__name__}")
+    if "vocab_size" not in values:
+      raise ConfigError(f"{source}: missing required key 'vocab_size'")
+    fields = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {k: v for k, v in values.items() if k in fields}
+    config = object.__new__(cls)  # Skips __post_init__: the error below names `source`.
+    for f in dataclasses.fields(cls):
+      object.__setattr__(config, f.name, kwargs.get(f.name, f.default))
+    config.validate(source)
+    return config
+
+  @classmethod
+  def from_json_file(cls, path):
+    """Reads Google's `bert_config.json`; errors name the file."""
+    try:
+      with open(path, encoding="utf-8") as f:
+        text = f.read()
+    except OSError as e:
+      raise ConfigError(f"cannot read BERT config {path!r}: {e.strerror}") from None
+    try:
+      values = json.loads(text)
+    except json.JSONDecodeError as e:
+      raise ConfigError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: "
+                        f"{e.msg})") from None
+    return cls.from_dict(values, source=str(path))
+
+  def to_dict(self):
+    return dataclasses.asdict(self)
+
+  def to_json_string(self):
+    return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+  def to_json_file(self, path):
+    """Writes `bert_config.json` atomically (temp file in the same dir, then rename)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".bert_config.", suffix=".tmp")
+    try:
+      with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(self.to_json_string())
+      os.replace(tmp, path)
+    except BaseException:
+      if os.path.exists(tmp):
+        os.remove(tmp)
+      raise
+
+  def replace(self, **changes):
+    return dataclasses.replace(self, **changes)

@@ -1,0 +1,61 @@
+"""`build_encoder`: the BERT encoder as a Keras functional model."""
+
+import tensorflow as tf
+import tf_keras as keras
+
+from modeling.layers import BertEmbeddings, TransformerLayer, truncated_normal
+
+# Names of the encoder's inputs, as the features in Google's TFRecords.
+INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+def encoder_inputs(seq_length=None):
+  """The three int32 [batch, seq] Keras inputs, named like Google's features."""
+  return {name: keras.Input(shape=(seq_length,), dtype=tf.int32, name=name)
+          for name in INPUT_NAMES}
+
+
+def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, name="bert"):
+  """Builds the encoder of Google's `modeling.BertModel`.
+
+  Args:
+    config: a `BertConfig`.
+    seq_length: static sequence length, or None for any length up to
+      `max_position_embeddings`.
+    return_all_layers: also output `embedding_output` [batch, seq, hidden] and
+      `encoder_outputs`, the list of every layer's [batch, seq, hidden] output.
+    dtype: a Keras dtype policy or its name (e.g. "mixed_bfloat16"); None uses
+      the global policy. LayerNorm and softmax always compute in float32.
+    name: the model's name.
+
+  Returns:
+    A `keras.Model` taking a dict of `input_ids`, `input_mask`, `segment_ids`
+    (int32 [batch, seq]) and returning a dict with `sequence_output`
+    [batch, seq, hidden] and `pooled_output` [batch, hidden] (tanh dense on
+    the first token), plus the extra outputs above. Its layers are named
+    `embeddings`, `layer_0`..`layer_{L-1}` and `pooler`.
+  """
+  init = config.initializer_range
+  inputs = encoder_inputs(seq_length)
+  embeddings = BertEmbeddings(
+      config.vocab_size, config.hidden_size, config.max_position_embeddings,
+      config.type_vocab_size, config.hidden_dropout_prob, init, name="embeddings", dtype=dtype)
+  x = embeddings((inputs["input_ids"], inputs["segment_ids"]))
+  embedding_output = x
+  layer_outputs = []
+  for i in range(config.num_hidden_layers):
+    x = TransformerLayer(
+        config.num_attention_heads, config.head_size, config.intermediate_size,
+        config.hidden_act, config.hidden_dropout_prob, config.attention_probs_dropout_prob,
+        init, name=f"layer_{i}", dtype=dtype)((x, inputs["input_mask"]))
+    layer_outputs.append(x)
+  first_token = keras.layers.Lambda(lambda t: t[:, 0, :], name="first_token",
+                                    dtype=dtype)(x)  # [B, H]
+  pooled = keras.layers.Dense(config.hidden_size, activation="tanh",
+                              kernel_initializer=truncated_normal(init), name="pooler",
+                              dtype=dtype)(first_token)
+  outputs = {"sequence_output": x, "pooled_output": pooled}
+  if return_all_layers:
+    outputs["embedding_output"] = embedding_output
+    outputs["encoder_outputs"] = layer_outputs
+  return keras.Model(inputs=inputs, outputs=outputs, name=name)

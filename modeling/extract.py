@@ -1,0 +1,144 @@
+"""Per-token features from chosen encoder layers, in Google's extract_features JSON format.
+
+Input: one example per line, `text_a` or `text_a ||| text_b`. Output: one JSON
+object per line, `{"linex_index": i, "features": [{"token": t, "layers":
+[{"index": l, "values": [...]}, ...]}, ...]}`, values rounded to 6 decimals.
+"""
+
+import collections
+import dataclasses
+import json
+import os
+import re
+import tempfile
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from modeling.checkpoints.auto import load_checkpoint
+from modeling.encoder import build_encoder
+from tokenization import convert_to_unicode
+
+_PAIR_RE = re.compile(r"^(.*) \|\|\| (.*)$")
+
+
+@dataclasses.dataclass
+class InputExample:
+  unique_id: int
+  text_a: str
+  text_b: str = None
+
+
+@dataclasses.dataclass
+class InputFeatures:
+  unique_id: int
+  tokens: list
+  input_ids: list
+  input_mask: list
+  segment_ids: list
+
+
+def read_examples(input_file):
+  """One example per line; `a ||| b` is a pair. Ids count from 0, as Google's."""
+  examples = []
+  with open(input_file, "rb") as f:
+    for unique_id, raw in enumerate(f):
+      line = convert_to_unicode(raw).strip()
+      m = _PAIR_RE.match(line)
+      examples.append(InputExample(unique_id, m.group(1), m.group(2)) if m
+                      else InputExample(unique_id, line))
+  return examples
+
+
+def truncate_seq_pair(tokens_a, tokens_b, max_length):
+  """Pops from the longer list until the pair fits (Google's `_truncate_seq_pair`)."""
+  while len(tokens_a) + len(tokens_b) > max_length:
+    (tokens_a if len(tokens_a) > len(tokens_b) else tokens_b).pop()
+
+
+def convert_examples_to_features(examples, seq_length, tokenizer):
+  """`[CLS] a [SEP] (b [SEP])`, segment 1 on b, ids 0-padded to seq_length."""
+  features = []
+  for example in examples:
+    tokens_a = tokenizer.tokenize(example.text_a)
+    tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
+    if tokens_b:
+      truncate_seq_pair(tokens_a, tokens_b, seq_length - 3)
+    else:
+      tokens_a = tokens_a[:seq_length - 2]
+    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
+    segment_ids = [0] * len(tokens)
+    if tokens_b:
+      tokens += tokens_b + ["[SEP]"]
+      segment_ids += [1] * (len(tokens_b) + 1)
+    input_ids = tokenizer.convert_tokens_to_ids(tokens)
+    pad = seq_length - len(input_ids)
+    features.append(InputFeatures(example.unique_id, tokens, input_ids + [0] * pad,
+                                  [1] * len(input_ids) + [0] * pad, segment_ids + [0] * pad))
+  return features
+
+
+def parse_layers(layers, num_layers):
+  """'-1,-2' -> [-1, -2], checked against the model's number of layers."""
+  try:
+    indexes = [int(x) for x in layers.split(",")]
+  except ValueError:
+    raise ValueError(f"layers must be comma-separated integers, got {layers!r}") from None
+  bad = [i for i in indexes if not -num_layers <= i < num_layers]
+  if bad:
+    raise ValueError(f"layers {bad} out of range for a model with {num_layers} layers")
+  return indexes
+
+
+def _feature_json(feature, layer_outputs, layer_indexes):
+  """Google's output object for one example; layer_outputs: list of [seq, hidden]."""
+  tokens = []
+  for i, token in enumerate(feature.tokens):
+    layers = [collections.OrderedDict([("index", index),
+                                       ("values", [round(float(x), 6) for x in output[i]])])
+              for index, output in zip(layer_indexes, layer_outputs)]
+    tokens.append(collections.OrderedDict([("token", token), ("layers", layers)]))
+  return json.dumps(collections.OrderedDict([("linex_index", feature.unique_id),
+                                             ("features", tokens)]))
+
+
+def extract_features(config, init_checkpoint, tokenizer, input_file, output_file, layers,
+                     max_seq_length=128, batch_size=32):
+  """Runs the encoder over `input_file` and writes the JSON lines atomically.
+
+  Returns the number of examples written.
+  """
+  if max_seq_length > config.max_position_embeddings:
+    raise ValueError(f"max_seq_length {max_seq_length} is longer than the model's "
+                     f"max_position_embeddings {config.max_position_embeddings}")
+  layer_indexes = parse_layers(layers, config.num_hidden_layers)
+  examples = read_examples(input_file)
+  features = convert_examples_to_features(examples, max_seq_length, tokenizer)
+  encoder = build_encoder(config, seq_length=max_seq_length, return_all_layers=True)
+  if init_checkpoint:
+    logging.info(load_checkpoint(encoder, init_checkpoint).summary())
+
+  @tf.function
+  def run(batch):
+    outputs = encoder(batch, training=False)["encoder_outputs"]
+    return [outputs[i] for i in layer_indexes]
+
+  directory = os.path.dirname(os.path.abspath(output_file))
+  fd, tmp = tempfile.mkstemp(dir=directory, prefix=".extract.", suffix=".tmp")
+  try:
+    with os.fdopen(fd, "w", encoding="utf-8") as writer:
+      for start in range(0, len(features), batch_size):
+        chunk = features[start:start + batch_size]
+        batch = {name: np.array([getattr(f, name) for f in chunk], np.int32)
+                 for name in ("input_ids", "input_mask", "segment_ids")}
+        outputs = [o.numpy() for o in run(batch)]
+        for k, feature in enumerate(chunk):
+          writer.write(_feature_json(feature, [o[k] for o in outputs], layer_indexes) + "\n")
+        logging.info("extracted %d / %d examples", start + len(chunk), len(features))
+    os.replace(tmp, output_file)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+  return len(features)

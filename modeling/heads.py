@@ -1,0 +1,132 @@
+"""Pre-training heads (masked LM, next sentence), the pre-training model and Google's losses."""
+
+import tensorflow as tf
+import tf_keras as keras
+
+from modeling import activations
+from modeling.encoder import build_encoder, encoder_inputs
+from modeling.layers import build_sublayer, layer_norm, truncated_normal
+
+
+class MaskedLMHead(keras.layers.Layer):
+  """Google's `cls/predictions`: transform (dense + act + LayerNorm), tied decoder, bias.
+
+  Call with `(sequence_output [B, S, H], masked_lm_positions int [B, P])`;
+  returns float32 logits [B, P, vocab]. The decoder is the word-embedding table
+  [vocab, H] of the encoder, shared, not copied.
+  """
+
+  def __init__(self, embedding_table, hidden_act, initializer_range, **kwargs):
+    super().__init__(**kwargs)
+    self.embedding_table = embedding_table
+    self.transform_dense = keras.layers.Dense(
+        embedding_table.shape[1], activation=activations.get(hidden_act),
+        kernel_initializer=truncated_normal(initializer_range), name="transform_dense",
+        dtype=self.dtype_policy)
+    self.transform_layer_norm = layer_norm("transform_LayerNorm")
+
+  def build(self, input_shape):
+    vocab_size, hidden_size = self.embedding_table.shape
+    build_sublayer(self.transform_dense, [None, None, hidden_size])
+    build_sublayer(self.transform_layer_norm, [None, None, hidden_size])
+    self.output_bias = self.add_weight("output_bias", shape=[vocab_size], initializer="zeros")
+    super().build(input_shape)
+
+  def call(self, inputs):
+    sequence_output, positions = inputs
+    x = tf.gather(sequence_output, positions, batch_dims=1)  # [B, P, H]
+    x = tf.cast(self.transform_layer_norm(self.transform_dense(x)), self.compute_dtype)
+    logits = tf.matmul(x, tf.cast(self.embedding_table, self.compute_dtype), transpose_b=True)
+    return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
+
+
+class OutputProjection(keras.layers.Layer):
+  """Dense with Google's head layout: `output_weights` [num_outputs, H], `output_bias`.
+
+  Used for `cls/seq_relationship` (2 outputs) and run_classifier's output layer.
+  Returns float32 logits [B, num_outputs].
+  """
+
+  def __init__(self, num_outputs, initializer_range, **kwargs):
+    super().__init__(**kwargs)
+    self.num_outputs = num_outputs
+    self.initializer_range = initializer_range
+
+  def build(self, input_shape):
+    self.output_weights = self.add_weight(
+        "output_weights", shape=[self.num_outputs, input_shape[-1]],
+        initializer=truncated_normal(self.initializer_range))
+    self.output_bias = self.add_weight("output_bias", shape=[self.num_outputs],
+                                       initializer="zeros")
+    super().build(input_shape)
+
+  def call(self, pooled_output):
+    logits = tf.matmul(pooled_output, self.output_weights, transpose_b=True)
+    return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(num_outputs=self.num_outputs, initializer_range=self.initializer_range)
+    return config
+
+
+def build_pretraining_model(config, encoder=None, seq_length=None, max_predictions_per_seq=None,
+                            return_all_layers=False, dtype=None):
+  """The encoder plus Google's two pre-training heads, as one functional model.
+
+  Inputs: `input_ids`, `input_mask`, `segment_ids` (int32 [B, S]) and
+  `masked_lm_positions` (int32 [B, P]). Outputs: the encoder's outputs plus
+  `masked_lm_logits` [B, P, vocab] and `next_sentence_logits` [B, 2] (float32).
+  Layers: `bert` (the encoder), `cls_predictions`, `cls_seq_relationship`.
+  """
+  if encoder is None:
+    encoder = build_encoder(config, seq_length=seq_length, return_all_layers=return_all_layers,
+                            dtype=dtype)
+  inputs = encoder_inputs(seq_length)
+  inputs["masked_lm_positions"] = keras.Input(shape=(max_predictions_per_seq,), dtype=tf.int32,
+                                              name="masked_lm_positions")
+  outputs = dict(encoder({k: inputs[k] for k in encoder.input_names}))
+  table = encoder.get_layer("embeddings").word_embeddings
+  outputs["masked_lm_logits"] = MaskedLMHead(
+      table, config.hidden_act, config.initializer_range, name="cls_predictions",
+      dtype=dtype)((outputs["sequence_output"], inputs["masked_lm_positions"]))
+  outputs["next_sentence_logits"] = OutputProjection(
+      2, config.initializer_range, name="cls_seq_relationship",
+      dtype=dtype)(outputs["pooled_output"])
+  return keras.Model(inputs=inputs, outputs=outputs, name="bert_pretraining")
+
+
+def masked_lm_loss(logits, label_ids, label_weights):
+  """Google's masked-LM loss: sum(w * -log p(label)) / (sum(w) + 1e-5).
+
+  Args: logits float [B, P, V], label_ids int [B, P], label_weights float [B, P].
+  Returns (loss scalar, per-slot loss [B, P]).
+  """
+  log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+  label_ids = tf.cast(label_ids, tf.int32)
+  per_slot = -tf.gather(log_probs, label_ids, batch_dims=2)  # [B, P]
+  weights = tf.cast(label_weights, tf.float32)
+  loss = tf.reduce_sum(weights * per_slot) / (tf.reduce_sum(weights) + 1e-5)
+  return loss, per_slot
+
+
+def next_sentence_loss(logits, labels):
+  """Google's next-sentence loss: mean of -log p(label); labels int [B] or [B, 1].
+
+  Returns (loss scalar, per-example loss [B]).
+  """
+  log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+  labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
+  per_example = -tf.gather(log_probs, labels, batch_dims=1)  # [B]
+  return tf.reduce_mean(per_example), per_example
+
+
+def pretraining_loss(outputs, features):
+  """The losses of Google's run_pretraining from model outputs and TFRecord features.
+
+  Returns a dict with `masked_lm_loss`, `next_sentence_loss` and `total_loss` (their sum).
+  """
+  mlm, _ = masked_lm_loss(outputs["masked_lm_logits"], features["masked_lm_ids"],
+                          features["masked_lm_weights"])
+  nsp, _ = next_sentence_loss(outputs["next_sentence_logits"], features["next_sentence_labels"])
+  return {"masked_lm_loss": mlm, "next_sentence_loss": nsp, "total_loss": mlm + nsp}

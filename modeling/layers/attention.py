@@ -1,0 +1,70 @@
+"""Multi-head self-attention with Google's padding mask."""
+
+import math
+
+import tensorflow as tf
+import tf_keras as keras
+
+from modeling.layers.normalization import build_sublayer, truncated_normal
+
+# Google adds this to the scores of padding keys before the softmax.
+_MASK_ADDER = -10000.0
+
+
+class SelfAttention(keras.layers.Layer):
+  """Google's `attention/self` (query, key, value) and `attention/output/dense`.
+
+  Call with `(x, input_mask)`: x [batch, seq, hidden], input_mask int [batch, seq]
+  (1 = real token). Returns the projected context [batch, seq, hidden], before
+  the residual and LayerNorm. The softmax runs in float32.
+  """
+
+  def __init__(self, num_heads, head_size, dropout_rate, initializer_range, **kwargs):
+    super().__init__(**kwargs)
+    self.num_heads = num_heads
+    self.head_size = head_size
+    self.dropout_rate = dropout_rate
+    self.initializer_range = initializer_range
+    hidden = num_heads * head_size
+
+    def dense(name):
+      return keras.layers.Dense(hidden, kernel_initializer=truncated_normal(initializer_range),
+                                name=name, dtype=self.dtype_policy)
+    self.query = dense("query")
+    self.key = dense("key")
+    self.value = dense("value")
+    self.output_dense = dense("output_dense")
+    self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+
+  def build(self, input_shape):
+    hidden = self.num_heads * self.head_size
+    for layer in (self.query, self.key, self.value, self.output_dense):
+      build_sublayer(layer, [None, None, hidden])
+    super().build(input_shape)
+
+  def _split_heads(self, x):
+    batch, seq = tf.shape(x)[0], tf.shape(x)[1]
+    return tf.reshape(x, [batch, seq, self.num_heads, self.head_size])  # [B, S, N, D]
+
+  def call(self, inputs, training=None):
+    x, input_mask = inputs
+    q = self._split_heads(self.query(x))
+    k = self._split_heads(self.key(x))
+    v = self._split_heads(self.value(x))
+    scores = tf.einsum("bfnd,btnd->bnft", q, k)  # [B, N, from, to]
+    scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(self.head_size))
+    mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]  # [B, 1, 1, to]
+    scores += (1.0 - mask) * _MASK_ADDER
+    probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
+    probs = self.dropout(probs, training=training)
+    context = tf.einsum("bnft,btnd->bfnd", probs, v)  # [B, from, N, D]
+    batch, seq = tf.shape(x)[0], tf.shape(x)[1]
+    context = tf.reshape(context, [batch, seq, self.num_heads * self.head_size])
+    return self.output_dense(context)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(num_heads=self.num_heads, head_size=self.head_size,
+                  dropout_rate=self.dropout_rate,
+                  initializer_range=self.initializer_range)
+    return config

@@ -1,0 +1,67 @@
+"""One post-LayerNorm Transformer layer (Google's `bert/encoder/layer_N`)."""
+
+import tensorflow as tf
+import tf_keras as keras
+
+from modeling import activations
+from modeling.layers.attention import SelfAttention
+from modeling.layers.normalization import build_sublayer, layer_norm, truncated_normal
+
+
+class TransformerLayer(keras.layers.Layer):
+  """Self-attention, residual + LayerNorm, feed-forward, residual + LayerNorm.
+
+  Call with `(x, input_mask)`; returns [batch, seq, hidden] in the compute dtype.
+  """
+
+  def __init__(self, num_heads, head_size, intermediate_size, hidden_act, hidden_dropout_rate,
+               attention_dropout_rate, initializer_range, **kwargs):
+    super().__init__(**kwargs)
+    self.num_heads = num_heads
+    self.head_size = head_size
+    self.intermediate_size = intermediate_size
+    self.hidden_act = hidden_act
+    self.hidden_dropout_rate = hidden_dropout_rate
+    self.attention_dropout_rate = attention_dropout_rate
+    self.initializer_range = initializer_range
+    hidden = num_heads * head_size
+    self.attention = SelfAttention(num_heads, head_size, attention_dropout_rate,
+                                   initializer_range, name="attention", dtype=self.dtype_policy)
+    self.attention_dropout = keras.layers.Dropout(hidden_dropout_rate, dtype=self.dtype_policy)
+    self.attention_layer_norm = layer_norm("attention_LayerNorm")
+    self.intermediate = keras.layers.Dense(
+        intermediate_size, activation=activations.get(hidden_act),
+        kernel_initializer=truncated_normal(initializer_range), name="intermediate",
+        dtype=self.dtype_policy)
+    self.output_dense = keras.layers.Dense(
+        hidden, kernel_initializer=truncated_normal(initializer_range), name="output_dense",
+        dtype=self.dtype_policy)
+    self.output_dropout = keras.layers.Dropout(hidden_dropout_rate, dtype=self.dtype_policy)
+    self.output_layer_norm = layer_norm("output_LayerNorm")
+
+  def build(self, input_shape):
+    hidden = self.num_heads * self.head_size
+    build_sublayer(self.attention, None)
+    build_sublayer(self.attention_layer_norm, [None, None, hidden])
+    build_sublayer(self.intermediate, [None, None, hidden])
+    build_sublayer(self.output_dense, [None, None, self.intermediate_size])
+    build_sublayer(self.output_layer_norm, [None, None, hidden])
+    super().build(input_shape)
+
+  def call(self, inputs, training=None):
+    x, input_mask = inputs
+    attention = self.attention((x, input_mask), training=training)
+    attention = self.attention_dropout(attention, training=training)
+    attention = tf.cast(self.attention_layer_norm(attention + x), self.compute_dtype)
+    out = self.output_dense(self.intermediate(attention))
+    out = self.output_dropout(out, training=training)
+    return tf.cast(self.output_layer_norm(out + attention), self.compute_dtype)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(num_heads=self.num_heads, head_size=self.head_size,
+                  intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
+                  hidden_dropout_rate=self.hidden_dropout_rate,
+                  attention_dropout_rate=self.attention_dropout_rate,
+                  initializer_range=self.initializer_range)
+    return config

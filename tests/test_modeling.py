@@ -1,0 +1,241 @@
+"""The model: config, activations, encoder structure, heads, classifier, parameter counts."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import modeling
+from modeling import activations
+from modeling.params import count_model_parameters, count_parameters, main as params_main
+
+TINY = modeling.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2,
+                           num_attention_heads=4, intermediate_size=37, type_vocab_size=2,
+                           max_position_embeddings=64)
+
+
+def _inputs(batch=3, seq=16, vocab=99, seed=0):
+  rng = np.random.default_rng(seed)
+  lengths = rng.integers(3, seq + 1, size=batch)
+  mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(np.int32)
+  ids = rng.integers(1, vocab, size=(batch, seq)).astype(np.int32) * mask
+  segments = ((np.arange(seq)[None, :] >= lengths[:, None] // 2) * mask).astype(np.int32)
+  return {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+
+
+# --- BertConfig -------------------------------------------------------------------------------
+
+def test_config_json_round_trip_has_googles_keys(tmp_path):
+  path = tmp_path / "bert_config.json"
+  TINY.to_json_file(path)
+  data = json.loads(path.read_text())
+  assert sorted(data) == sorted([
+      "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+      "intermediate_size", "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob",
+      "max_position_embeddings", "type_vocab_size", "initializer_range"])
+  assert modeling.BertConfig.from_json_file(path) == TINY
+  assert [p.name for p in tmp_path.iterdir()] == ["bert_config.json"]  # no temp file left
+
+
+def test_config_reads_googles_fixture(shared_dir):
+  config = modeling.BertConfig.from_json_file(
+      shared_dir / "fixtures" / "google_bert_tiny" / "bert_config.json")
+  assert (config.vocab_size, config.hidden_size, config.num_hidden_layers) == (30522, 128, 2)
+  assert config.hidden_act == "gelu" and config.type_vocab_size == 2
+
+
+def test_config_defaults_and_extra_keys_as_google():
+  config = modeling.BertConfig.from_dict({"vocab_size": 10, "directionality": "bidi"})
+  assert config.hidden_size == 768 and config.type_vocab_size == 16
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"vocab_size": 10, "hidden_size": 100, "num_attention_heads": 12},
+     r"hidden_size \(100\) is not a multiple of num_attention_heads \(12\)"),
+    ({"vocab_size": 0}, "vocab_size must be a positive integer, got 0"),
+    ({"vocab_size": 10, "hidden_act": "gleu"}, "hidden_act must be one of .* got 'gleu'"),
+    ({"vocab_size": 10, "hidden_dropout_prob": 1.5}, r"hidden_dropout_prob must be a number in"),
+    ({"hidden_size": 10}, "missing required key 'vocab_size'"),
+    ([1, 2], "expected a JSON object"),
+])
+def test_config_validation_errors(values, message):
+  with pytest.raises(modeling.ConfigError, match=message):
+    modeling.BertConfig.from_dict(values)
+
+
+def test_malformed_config_file_names_file_and_line(tmp_path):
+  path = tmp_path / "bert_config.json"
+  path.write_text('{\n  "vocab_size": 10,\n  "hidden_size": \n}\n')
+  with pytest.raises(modeling.ConfigError, match=r"bert_config.json: not valid JSON \(line 4"):
+    modeling.BertConfig.from_json_file(path)
+  with pytest.raises(modeling.ConfigError, match="cannot read BERT config .*missing.json"):
+    modeling.BertConfig.from_json_file(tmp_path / "missing.json")
+
+
+def test_presets():
+  sizes = {name: (c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size)
+           for name in modeling.PRESETS for c in [modeling.BertConfig.preset(name)]}
+  assert sizes == {"tiny": (2, 128, 2, 512), "mini": (4, 256, 4, 1024),
+                   "small": (4, 512, 8, 2048), "medium": (8, 512, 8, 2048),
+                   "base": (12, 768, 12, 3072), "large": (24, 1024, 16, 4096)}
+  with pytest.raises(modeling.ConfigError, match="unknown preset 'huge'"):
+    modeling.BertConfig.preset("huge")
+
+
+# --- activations ------------------------------------------------------------------------------
+
+def test_gelu_meanings():
+  x = tf.constant([-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0])
+  exact = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.numpy()])
+  tanh = np.array([0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3)))
+                   for v in x.numpy()])
+  assert np.abs(activations.get("gelu_exact")(x).numpy() - exact).max() < 1e-6
+  for name in ("gelu", "gelu_tanh", "gelu_new"):
+    assert np.abs(activations.get(name)(x).numpy() - tanh).max() < 1e-6
+  assert np.abs(exact - tanh).max() > 1e-4  # the two really differ
+  assert activations.from_huggingface_name("gelu") == "gelu_exact"
+  assert activations.from_huggingface_name("gelu_new") == "gelu_tanh"
+  assert activations.from_huggingface_name("silu") == "swish"
+  np.testing.assert_allclose(activations.get("swish")(x).numpy(),
+                             x.numpy() / (1 + np.exp(-x.numpy())), rtol=1e-6)
+  with pytest.raises(ValueError, match="unsupported HuggingFace hidden_act 'foo'"):
+    activations.from_huggingface_name("foo")
+
+
+# --- encoder ----------------------------------------------------------------------------------
+
+def test_encoder_outputs_and_mask():
+  encoder = modeling.build_encoder(TINY, return_all_layers=True)
+  assert encoder.input_names == ["input_ids", "input_mask", "segment_ids"]
+  feats = _inputs()
+  out = encoder(feats)
+  assert out["sequence_output"].shape == (3, 16, 32)
+  assert out["pooled_output"].shape == (3, 32)
+  assert out["embedding_output"].shape == (3, 16, 32)
+  assert len(out["encoder_outputs"]) == 2
+  np.testing.assert_array_equal(out["encoder_outputs"][-1], out["sequence_output"])
+  # The pooler is tanh(dense(first token)).
+  pooler = encoder.get_layer("pooler")
+  expected = np.tanh(out["sequence_output"][:, 0] @ pooler.kernel.numpy() + pooler.bias.numpy())
+  np.testing.assert_allclose(out["pooled_output"], expected, atol=1e-6)
+  # Padding keys are masked: changing ids under padding leaves real tokens unchanged.
+  changed = dict(feats, input_ids=np.where(feats["input_mask"] == 1, feats["input_ids"], 7))
+  out2 = encoder(changed)
+  real = feats["input_mask"].astype(bool)
+  np.testing.assert_allclose(out2["sequence_output"].numpy()[real],
+                             out["sequence_output"].numpy()[real], atol=1e-5)
+  # Dropout is only active in training.
+  train = encoder(feats, training=True)["sequence_output"].numpy()
+  assert np.abs(train - out["sequence_output"].numpy()).max() > 1e-3
+
+
+def test_initializers_as_google():
+  config = modeling.BertConfig.preset("mini", vocab_size=1000)
+  encoder = modeling.build_encoder(config)
+  emb = encoder.get_layer("embeddings").word_embeddings.numpy()
+  assert abs(emb.std() - 0.02 * 0.88) < 0.002  # truncated at 2 stddev: std ~0.88 * 0.02
+  assert np.abs(emb).max() <= 0.04 + 1e-7
+  layer = encoder.get_layer("layer_0")
+  q, k = layer.attention.query.kernel.numpy(), layer.attention.key.kernel.numpy()
+  assert not np.allclose(q, k)  # every weight draws its own values
+  assert np.all(layer.attention.query.bias.numpy() == 0)
+  assert np.all(layer.output_layer_norm.gamma.numpy() == 1)
+
+
+def test_xla_matches_eager():
+  encoder = modeling.build_encoder(TINY)
+  feats = _inputs()
+  eager = encoder(feats)["sequence_output"].numpy()
+  xla = tf.function(lambda f: encoder(f)["sequence_output"], jit_compile=True)(feats).numpy()
+  np.testing.assert_allclose(xla, eager, atol=1e-5)
+
+
+def test_mixed_precision_policy():
+  encoder32 = modeling.build_encoder(TINY)
+  encoder16 = modeling.build_encoder(TINY, dtype="mixed_bfloat16")
+  encoder16.set_weights(encoder32.get_weights())
+  assert all(w.dtype == tf.float32 for w in encoder16.weights)
+  feats = _inputs()
+  out16 = encoder16(feats)["sequence_output"]
+  assert out16.dtype == tf.bfloat16
+  out32 = encoder32(feats)["sequence_output"].numpy()
+  assert np.abs(out16.numpy().astype(np.float32) - out32).max() < 0.15
+  model = modeling.build_pretraining_model(TINY, dtype="mixed_bfloat16")
+  logits = model(dict(feats, masked_lm_positions=np.zeros([3, 2], np.int32)))
+  assert logits["masked_lm_logits"].dtype == tf.float32
+
+
+# --- heads and classifier ---------------------------------------------------------------------
+
+def test_pretraining_heads_tie_decoder_and_use_googles_layout():
+  model = modeling.build_pretraining_model(TINY)
+  encoder = model.get_layer("bert")
+  table = encoder.get_layer("embeddings").word_embeddings
+  mlm = model.get_layer("cls_predictions")
+  assert mlm.embedding_table is table
+  assert model.get_layer("cls_seq_relationship").output_weights.shape == (2, 32)
+  positions = np.array([[1, 2], [0, 0], [5, 3]], np.int32)
+  out = model(dict(_inputs(), masked_lm_positions=positions))
+  assert out["masked_lm_logits"].shape == (3, 2, 99)
+  assert out["next_sentence_logits"].shape == (3, 2)
+  # Tied weights are counted once.
+  assert len({id(w) for w in model.weights}) == len(model.weights)
+
+
+def test_losses_as_google():
+  logits = tf.constant(np.random.default_rng(1).normal(size=(2, 3, 5)), tf.float32)
+  ids = np.array([[1, 2, 0], [4, 0, 0]], np.int32)
+  weights = np.array([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]], np.float32)
+  loss, per_slot = modeling.masked_lm_loss(logits, ids, weights)
+  log_probs = logits.numpy() - np.log(np.exp(logits.numpy()).sum(-1, keepdims=True))
+  expected = -np.take_along_axis(log_probs, ids[..., None], -1)[..., 0]
+  np.testing.assert_allclose(per_slot, expected, rtol=1e-6)
+  np.testing.assert_allclose(loss, (expected * weights).sum() / (weights.sum() + 1e-5),
+                             rtol=1e-6)
+  nsp_logits = tf.constant([[2.0, -1.0], [0.5, 0.25]])
+  nsp, per_example = modeling.next_sentence_loss(nsp_logits, np.array([[0], [1]]))
+  lp = nsp_logits.numpy() - np.log(np.exp(nsp_logits.numpy()).sum(-1, keepdims=True))
+  np.testing.assert_allclose(per_example, [-lp[0, 0], -lp[1, 1]], rtol=1e-6)
+  np.testing.assert_allclose(nsp, per_example.numpy().mean(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("num_labels", [3, 1])
+def test_classifier(num_labels):
+  model = modeling.build_classifier(TINY, num_labels)
+  head = model.get_layer("classifier")
+  feats = _inputs()
+  logits = model(feats)
+  assert logits.shape == (3, num_labels) and logits.dtype == tf.float32
+  pooled = model.get_layer("bert")(feats)["pooled_output"].numpy()
+  expected = pooled @ head.output_weights.numpy().T + head.output_bias.numpy()
+  np.testing.assert_allclose(logits, expected, atol=1e-5)
+  assert head.output_weights.shape == (num_labels, 32)
+  with pytest.raises(ValueError, match="num_labels must be >= 1"):
+    modeling.build_classifier(TINY, 0)
+
+
+# --- parameter accounting ---------------------------------------------------------------------
+
+def test_parameter_counts_of_published_sizes():
+  base = count_parameters(modeling.BertConfig.preset("base"))
+  assert (base["embeddings"], base["layer"], base["pooler"], base["encoder"]) == (
+      23_837_184, 7_087_872, 590_592, 109_482_240)
+  assert count_parameters(modeling.BertConfig.preset("large"))["encoder"] == 335_141_888
+
+
+def test_parameter_counts_agree_with_built_model():
+  model = modeling.build_pretraining_model(TINY)
+  counted = count_model_parameters(model)
+  assert counted == count_parameters(TINY, heads=True)
+  assert counted["total"] == sum(int(np.prod(w.shape)) for w in model.weights)
+  classifier = modeling.build_classifier(TINY, 3)
+  assert count_model_parameters(classifier)["classifier"] == 3 * 32 + 3
+
+
+def test_params_cli(capsys):
+  params_main(["--preset", "base"])
+  out = capsys.readouterr().out
+  assert "encoder                     109,482,240" in out
+  assert "layer (each of 12)            7,087,872" in out
