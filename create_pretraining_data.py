@@ -12,7 +12,8 @@ import sys
 from absl import app, flags
 
 import tokenization
-from pretraining_data import documents, pipeline, writer
+from fileio import InputError
+from pretraining_data import pipeline, writer
 
 flags.DEFINE_string("input_file", None,
                     "Input raw text file(s) or glob(s), comma-separated. One sentence per line, "
@@ -45,20 +46,16 @@ flags.DEFINE_bool("strict", False,
 FLAGS = flags.FLAGS
 
 
-def _interrupt(signum, frame):
-  """SIGTERM cleans up like Ctrl-C: temporary outputs are removed, workers stopped."""
-  del signum, frame
-  raise KeyboardInterrupt
-
-
 def main(argv):
   del argv
-  signal.signal(signal.SIGTERM, _interrupt)
+  # Ctrl-C and SIGTERM stop the run between tasks; temporary outputs are removed.
+  signal.signal(signal.SIGINT, pipeline.request_stop)
+  signal.signal(signal.SIGTERM, pipeline.request_stop)
   names = [f.name for f in dataclasses.fields(pipeline.Config)]
   config = pipeline.Config(**{name: getattr(FLAGS, name) for name in names})
   try:
     summary = pipeline.run(config)
-  except (documents.InputError, writer.OutputError, tokenization.VocabError, ValueError) as e:
+  except (InputError, writer.OutputError, tokenization.VocabError, ValueError) as e:
     print(f"create_pretraining_data: error: {e}", file=sys.stderr)
     return 1
   except KeyboardInterrupt:

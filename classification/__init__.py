@@ -13,8 +13,7 @@ Only `tfrecords` imports TensorFlow, so the rest can be used (and tested) withou
 
 from classification.examples import InputExample, PaddingInputExample
 from classification.features import (InputFeatures, convert_examples_to_features,
-                                     convert_single_example, pad_to_batch_multiple,
-                                     truncate_seq_pair)
+                                     convert_single_example, pad_to_batch_multiple)
 from classification.labels import LABEL_LIST_FILE, load_label_list, save_label_list
 from classification.metrics import compute_metrics
 from classification.outputs import write_eval_results, write_test_results
@@ -25,5 +24,5 @@ __all__ = [
     "DataFormatError", "DataProcessor", "InputExample", "InputFeatures", "LABEL_LIST_FILE",
     "PaddingInputExample", "TASK_NAMES", "compute_metrics", "convert_examples_to_features",
     "convert_single_example", "get_processor", "load_label_list", "pad_to_batch_multiple",
-    "save_label_list", "truncate_seq_pair", "write_eval_results", "write_test_results",
+    "save_label_list", "write_eval_results", "write_test_results",
 ]

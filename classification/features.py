@@ -5,6 +5,7 @@ import dataclasses
 from absl import logging
 
 from classification.examples import PaddingInputExample
+from tokenization.packing import pack_tokens
 
 
 @dataclasses.dataclass
@@ -17,15 +18,6 @@ class InputFeatures:
   is_real_example: bool = True
 
 
-def truncate_seq_pair(tokens_a, tokens_b, max_length):
-  """Pops tokens, in place, from the longer list (tokens_b on ties) until both fit."""
-  while len(tokens_a) + len(tokens_b) > max_length:
-    if len(tokens_a) > len(tokens_b):
-      tokens_a.pop()
-    else:
-      tokens_b.pop()
-
-
 def convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer):
   """`[CLS] A [SEP] (B [SEP])`, zero-padded to max_seq_length.
 
@@ -36,23 +28,8 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
     zeros = [0] * max_seq_length
     return InputFeatures(list(zeros), list(zeros), list(zeros),
                          label_id=0.0 if label_list is None else 0, is_real_example=False)
-  tokens_a = tokenizer.tokenize(example.text_a)
-  tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-  if tokens_b:
-    truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)  # [CLS], [SEP], [SEP]
-  else:
-    tokens_a = tokens_a[:max_seq_length - 2]  # [CLS], [SEP]
-  tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-  segment_ids = [0] * len(tokens)
-  if tokens_b:
-    tokens += tokens_b + ["[SEP]"]
-    segment_ids += [1] * (len(tokens_b) + 1)
-  input_ids = tokenizer.convert_tokens_to_ids(tokens)
-  input_mask = [1] * len(input_ids)
-  padding = [0] * (max_seq_length - len(input_ids))
-  input_ids += padding
-  input_mask += padding
-  segment_ids += padding
+  tokens, input_ids, input_mask, segment_ids = pack_tokens(
+      tokenizer, example.text_a, example.text_b, max_seq_length)
   label_id = _label_id(example, label_list)
   if ex_index < 5:
     logging.info("*** Example ***\nguid: %s\ntokens: %s\ninput_ids: %s\ninput_mask: %s\n"

@@ -3,7 +3,7 @@
 import json
 import os
 
-from classification.atomic import atomic_write_text
+from fileio import atomic_write_text
 
 LABEL_LIST_FILE = "label_list.json"
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from classification.atomic import atomic_write_text
+from fileio import atomic_write_text
 
 
 def write_test_results(path, predictions, num_actual_examples):

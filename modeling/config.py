@@ -7,9 +7,8 @@ Google's defaults, except `vocab_size`, which has no default.
 
 import dataclasses
 import json
-import os
-import tempfile
 
+from fileio import atomic_write_text
 from modeling import activations
 
 
@@ -128,16 +127,7 @@ class BertConfig:
 
   def to_json_file(self, path):
     """Writes `bert_config.json` atomically (temp file in the same dir, then rename)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".bert_config.", suffix=".tmp")
-    try:
-      with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(self.to_json_string())
-      os.replace(tmp, path)
-    except BaseException:
-      if os.path.exists(tmp):
-        os.remove(tmp)
-      raise
+    atomic_write_text(path, self.to_json_string())
 
   def replace(self, **changes):
     return dataclasses.replace(self, **changes)

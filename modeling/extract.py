@@ -8,17 +8,17 @@ object per line, `{"linex_index": i, "features": [{"token": t, "layers":
 import collections
 import dataclasses
 import json
-import os
 import re
-import tempfile
 
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from fileio import atomic_output
 from modeling.checkpoints.auto import load_checkpoint
 from modeling.encoder import build_encoder
 from tokenization import convert_to_unicode
+from tokenization.packing import pack_tokens
 
 _PAIR_RE = re.compile(r"^(.*) \|\|\| (.*)$")
 
@@ -51,32 +51,11 @@ def read_examples(input_file):
   return examples
 
 
-def truncate_seq_pair(tokens_a, tokens_b, max_length):
-  """Pops from the longer list until the pair fits (Google's `_truncate_seq_pair`)."""
-  while len(tokens_a) + len(tokens_b) > max_length:
-    (tokens_a if len(tokens_a) > len(tokens_b) else tokens_b).pop()
-
-
 def convert_examples_to_features(examples, seq_length, tokenizer):
   """`[CLS] a [SEP] (b [SEP])`, segment 1 on b, ids 0-padded to seq_length."""
-  features = []
-  for example in examples:
-    tokens_a = tokenizer.tokenize(example.text_a)
-    tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-    if tokens_b:
-      truncate_seq_pair(tokens_a, tokens_b, seq_length - 3)
-    else:
-      tokens_a = tokens_a[:seq_length - 2]
-    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-    segment_ids = [0] * len(tokens)
-    if tokens_b:
-      tokens += tokens_b + ["[SEP]"]
-      segment_ids += [1] * (len(tokens_b) + 1)
-    input_ids = tokenizer.convert_tokens_to_ids(tokens)
-    pad = seq_length - len(input_ids)
-    features.append(InputFeatures(example.unique_id, tokens, input_ids + [0] * pad,
-                                  [1] * len(input_ids) + [0] * pad, segment_ids + [0] * pad))
-  return features
+  return [InputFeatures(example.unique_id,
+                        *pack_tokens(tokenizer, example.text_a, example.text_b, seq_length))
+          for example in examples]
 
 
 def parse_layers(layers, num_layers):
@@ -124,21 +103,13 @@ def extract_features(config, init_checkpoint, tokenizer, input_file, output_file
     outputs = encoder(batch, training=False)["encoder_outputs"]
     return [outputs[i] for i in layer_indexes]
 
-  directory = os.path.dirname(os.path.abspath(output_file))
-  fd, tmp = tempfile.mkstemp(dir=directory, prefix=".extract.", suffix=".tmp")
-  try:
-    with os.fdopen(fd, "w", encoding="utf-8") as writer:
-      for start in range(0, len(features), batch_size):
-        chunk = features[start:start + batch_size]
-        batch = {name: np.array([getattr(f, name) for f in chunk], np.int32)
-                 for name in ("input_ids", "input_mask", "segment_ids")}
-        outputs = [o.numpy() for o in run(batch)]
-        for k, feature in enumerate(chunk):
-          writer.write(_feature_json(feature, [o[k] for o in outputs], layer_indexes) + "\n")
-        logging.info("extracted %d / %d examples", start + len(chunk), len(features))
-    os.replace(tmp, output_file)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
-    raise
+  with atomic_output(output_file) as writer:
+    for start in range(0, len(features), batch_size):
+      chunk = features[start:start + batch_size]
+      batch = {name: np.array([getattr(f, name) for f in chunk], np.int32)
+               for name in ("input_ids", "input_mask", "segment_ids")}
+      outputs = [o.numpy() for o in run(batch)]
+      for k, feature in enumerate(chunk):
+        writer.write(_feature_json(feature, [o[k] for o in outputs], layer_indexes) + "\n")
+      logging.info("extracted %d / %d examples", start + len(chunk), len(features))
   return len(features)

@@ -28,11 +28,13 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
 
 import tokenization
+from fileio import InputError, resolve_input_files
 from pretraining_data import documents, instances, masking, writer
 
 # Target sizes of one task; fixed so that results do not depend on num_workers.
@@ -148,6 +150,22 @@ class _Worker:
 
 _WORKER = None
 
+# Set by `request_stop` (the CLI's SIGINT/SIGTERM handler). The run checks it
+# between tasks and stops there: raising from inside a signal handler could land
+# in multiprocessing's internals (a held lock, a finalizer that swallows it).
+STOP = threading.Event()
+
+
+def request_stop(signum=None, frame=None):
+  """Signal handler: stop the run at its next safe point (it then raises KeyboardInterrupt)."""
+  del signum, frame
+  STOP.set()
+
+
+def _check_stop():
+  if STOP.is_set():
+    raise KeyboardInterrupt
+
 
 def _init_worker(config):
   """Pool initializer: the parent handles Ctrl-C and stops the workers (with SIGTERM).
@@ -169,6 +187,16 @@ def _records_task(task):
   return _WORKER.make_records(task)
 
 
+def _wait(result):
+  """`result.get()`, checking for a stop request while it waits."""
+  while True:
+    _check_stop()
+    try:
+      return result.get(timeout=0.1)
+    except multiprocessing.TimeoutError:
+      pass
+
+
 class _Runner:
   """Runs tasks in order, in-process (1 worker) or on a pool with bounded prefetch."""
 
@@ -184,15 +212,17 @@ class _Runner:
   def imap(self, fn, tasks):
     """Yields fn(task) in task order, with at most 2 * workers tasks in flight."""
     if self._pool is None:
-      yield from map(fn, tasks)
+      for task in tasks:
+        _check_stop()
+        yield fn(task)
       return
     pending = collections.deque()
     for task in tasks:
       pending.append(self._pool.apply_async(fn, (task,)))
       if len(pending) >= 2 * self.workers:
-        yield pending.popleft().get()
+        yield _wait(pending.popleft())
     while pending:
-      yield pending.popleft().get()
+      yield _wait(pending.popleft())
 
   def close(self, ok):
     if self._pool is not None:
@@ -276,7 +306,7 @@ class Summary:
 def run(config, progress_stream=sys.stderr):
   """Runs the job described by `config`; returns a Summary. Raises on bad input."""
   config.validate()
-  input_files = documents.resolve_input_files(config.input_file)
+  input_files = resolve_input_files(config.input_file)
   output_files = [p.strip() for p in config.output_file.split(",") if p.strip()]
   if not output_files:
     raise writer.OutputError("--output_file names no file")
@@ -334,7 +364,7 @@ def run(config, progress_stream=sys.stderr):
           progress.update(done_bytes, read_stats.documents, out.count)
         shutil.rmtree(chunk_dir)
       if out.count == 0:
-        raise documents.InputError(
+        raise InputError(
             f"no instances: the input ({', '.join(input_files)}) holds no non-empty document")
       progress.update(total_bytes, read_stats.documents, out.count, force=True)
       written = out.count

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 import tokenization
+from fileio import InputError
 from pretraining_data import documents, masking, pipeline, writer
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -119,7 +120,7 @@ def test_non_utf8_lines_skipped_and_counted_or_strict(tmp_path, google_vocab):
   summary = _run(tmp_path, f, google_vocab)
   assert summary.read.bad_utf8_lines == 1 and summary.instances >= 3
   assert "skipped 1 non-UTF-8 line(s)" in "\n".join(summary.lines())
-  with pytest.raises(documents.InputError, match=r"bad\.txt:4: line is not valid UTF-8"):
+  with pytest.raises(InputError, match=r"bad\.txt:4: line is not valid UTF-8"):
     _run(tmp_path, f, google_vocab, name="strict.tfrecord", strict=True)
   assert not (tmp_path / "strict.tfrecord").exists()
 
@@ -132,7 +133,7 @@ def test_empty_documents_counted_and_empty_input_fails(tmp_path, google_vocab):
   assert summary.empty_documents == 1 and summary.read.documents == 3
   empty = tmp_path / "empty.txt"
   empty.write_text("\n\n  \n")
-  with pytest.raises(documents.InputError, match="no instances"):
+  with pytest.raises(InputError, match="no instances"):
     _run(tmp_path, empty, google_vocab, name="e.tfrecord")
   assert not (tmp_path / "e.tfrecord").exists()
 
@@ -143,7 +144,7 @@ def test_empty_documents_counted_and_empty_input_fails(tmp_path, google_vocab):
     (",", "names no file"),
 ])
 def test_missing_inputs(tmp_path, google_vocab, pattern, message):
-  with pytest.raises(documents.InputError, match=message):
+  with pytest.raises(InputError, match=message):
     _run(tmp_path, pattern.format(tmp=tmp_path), google_vocab)
 
 

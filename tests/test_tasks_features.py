@@ -7,11 +7,11 @@ import pytest
 import tensorflow as tf
 
 from classification import (InputExample, PaddingInputExample, convert_examples_to_features,
-                            convert_single_example, pad_to_batch_multiple, truncate_seq_pair,
-                            write_test_results)
+                            convert_single_example, pad_to_batch_multiple, write_test_results)
 from classification.tfrecords import (file_based_convert_examples_to_features,
                                       file_based_input_fn_builder)
 from tokenization import FullTokenizer
+from tokenization.packing import truncate_seq_pair
 
 WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "far", "away", "today"]
 

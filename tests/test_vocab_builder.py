@@ -83,7 +83,7 @@ def test_vocab_size_is_a_hard_limit(corpus, tmp_path):
 
 
 def test_no_matching_file_is_an_error(tmp_path):
-  with pytest.raises(ValueError, match=r"no file matches input pattern .*nothing\*\.txt"):
+  with pytest.raises(ValueError, match=r"--input_file pattern .*nothing\*\.txt' matches no file"):
     vocab_builder.build_vocab_file(str(tmp_path / "nothing*.txt"), str(tmp_path / "v.txt"), 100)
   assert not (tmp_path / "v.txt").exists()
 

@@ -17,13 +17,11 @@ of `tokenization` does not.
 """
 
 import collections
-import glob
-import os
-import tempfile
 
 from absl import logging
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
+from fileio import atomic_output, resolve_input_files
 from tokenization.basic import BasicTokenizer
 
 JOINER = "##"
@@ -35,25 +33,6 @@ def special_tokens(num_unused=10):
   """Google's leading tokens: [PAD], [unused0..num_unused-1], [UNK], [CLS], [SEP], [MASK]."""
   return (["[PAD]"] + [f"[unused{i}]" for i in range(num_unused)]
           + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"])
-
-
-def expand_input_patterns(input_file):
-  """Returns the sorted files matched by comma-separated glob patterns.
-
-  Raises ValueError naming the first pattern that matches no file.
-  """
-  files = set()
-  for pattern in input_file.split(","):
-    pattern = pattern.strip()
-    if not pattern:
-      continue
-    matched = [p for p in glob.glob(pattern) if os.path.isfile(p)]
-    if not matched:
-      raise ValueError(f"no file matches input pattern {pattern!r}")
-    files.update(matched)
-  if not files:
-    raise ValueError(f"no input pattern given in {input_file!r}")
-  return sorted(files)
 
 
 def count_words(files, do_lower_case=True):
@@ -118,21 +97,14 @@ def learn_vocab(word_counts, vocab_size, min_frequency=2, num_unused=10):
 
 def write_vocab(tokens, output_file):
   """Writes one token per line (UTF-8, LF) atomically: a temp file renamed over `output_file`."""
-  out_dir = os.path.dirname(os.path.abspath(output_file))
-  fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".vocab-", suffix=".tmp")
-  try:
-    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-      f.writelines(t + "\n" for t in tokens)
-    os.replace(tmp, output_file)
-  except BaseException:
-    os.unlink(tmp)
-    raise
+  with atomic_output(output_file, newline="\n") as f:
+    f.writelines(t + "\n" for t in tokens)
 
 
 def build_vocab_file(input_file, output_file, vocab_size, do_lower_case=True,
                      min_frequency=2, num_unused=10):
   """Reads the files matched by `input_file`, learns a vocabulary, writes it; returns the tokens."""
-  files = expand_input_patterns(input_file)
+  files = resolve_input_files(input_file)
   logging.info("Reading %d file(s)", len(files))
   counts = count_words(files, do_lower_case=do_lower_case)
   logging.info("Learning a vocabulary of at most %d tokens from %d distinct words",
