@@ -214,10 +214,13 @@ def test_interrupt_leaves_no_output(tmp_path, shared_dir, google_vocab, signame)
        f"--output_file={out}", f"--vocab_file={google_vocab}", "--num_workers=2",
        "--dupe_factor=10", "--chunk_mb=1"],
       cwd=REPO, stderr=subprocess.PIPE, text=True)
-  line = proc.stderr.readline()  # the first progress line: records are being written
-  assert "documents read" in line, line
-  proc.send_signal(getattr(signal, signame))
-  _, err = proc.communicate(timeout=60)
+  try:
+    line = proc.stderr.readline()  # the first progress line: records are being written
+    assert "documents read" in line, line
+    proc.send_signal(getattr(signal, signame))
+    _, err = proc.communicate(timeout=60)
+  finally:
+    proc.kill()  # never leave a stuck child behind a failed test
   assert proc.returncode == 130, err
   assert "interrupted" in err
   assert list(tmp_path.iterdir()) == []
