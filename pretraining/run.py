@@ -130,6 +130,8 @@ def run(config):
   """
   config.validate()
   bert_config = modeling.BertConfig.from_json_file(config.bert_config_file)
+  # First of all TensorFlow work: multi-worker collectives are set up at startup.
+  strategy = build_strategy(config)
   files = inputs.resolve_input_files(config.input_file)
   inputs.check_records(files, config.max_seq_length, config.max_predictions_per_seq,
                        bert_config)
@@ -137,7 +139,6 @@ def run(config):
                ", ..." if len(files) > 1 else "")
   if config.seed is not None:
     tf_keras.utils.set_random_seed(config.seed)
-  strategy = build_strategy(config)
   tf.io.gfile.makedirs(config.output_dir)
   if strategy_lib.is_chief(strategy):
     bert_config.to_json_file(os.path.join(config.output_dir, GOOGLE_CONFIG_NAME))
