@@ -17,6 +17,7 @@ import tf_keras
 import modeling
 import pretraining
 from pretraining_data import pipeline
+from training import loop
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PRED = 64, 10
@@ -251,5 +252,13 @@ def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
     pretraining.run(run_config(data, tmp_path / "o6", input_file=str(tmp_path / "none*.rec")))
   with pytest.raises(modeling.ConfigError, match="cannot read BERT config"):
     pretraining.run(run_config(data, tmp_path / "o7", bert_config_file=str(tmp_path / "no.json")))
-  for name in ("o1", "o2", "o3", "o4", "o5", "o6", "o7"):
+  # Records that make the loss NaN: training stops at once, nothing is saved.
+  nan = dict(ref, input_ids=np.ones([2, SEQ], np.int64), input_mask=np.ones([2, SEQ], np.int64),
+             segment_ids=np.zeros([2, SEQ], np.int64),
+             masked_lm_weights=np.full([2, PRED], np.nan, np.float32))
+  write_records(tmp_path / "nan.tfrecord", nan)
+  with pytest.raises(loop.NonFiniteLossError, match="Loss is nan at global step 0: stopped"):
+    pretraining.run(run_config(data, tmp_path / "o8", input_file=str(tmp_path / "nan.tfrecord"),
+                               train_batch_size=2))
+  for name in ("o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8"):
     assert not glob.glob(str(tmp_path / name / "model.ckpt*")), name
