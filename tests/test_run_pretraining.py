@@ -247,7 +247,8 @@ def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
   small.to_json_file(str(tmp_path / "small.json"))
   with pytest.raises(pretraining.InputError, match=r"a\.tfrecord: .*token id \d+ >= the "
                      r"model's vocab_size 100"):
-    pretraining.run(run_config(data, tmp_path / "o5", bert_config_file=str(tmp_path / "small.json")))
+    pretraining.run(run_config(data, tmp_path / "o5",
+                               bert_config_file=str(tmp_path / "small.json")))
   with pytest.raises(pretraining.InputError, match="matches no file"):
     pretraining.run(run_config(data, tmp_path / "o6", input_file=str(tmp_path / "none*.rec")))
   with pytest.raises(modeling.ConfigError, match="cannot read BERT config"):

@@ -73,6 +73,12 @@ def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(tmp_path):
                      num_train_steps=steps, save_checkpoints_steps=10, iterations_per_loop=10,
                      log_steps=10)
   output_dir = tmp_path / "run"
+  missing = subprocess.run(command(dict(values, input_file=tmp_path / "none*.tfrecord")),
+                           cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT,
+                           check=False)
+  assert missing.returncode == 1
+  assert "run_pretraining: error: input_file " in missing.stderr
+  assert "none*.tfrecord' matches no file" in missing.stderr
   process = subprocess.Popen(command(values), cwd=REPO, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
   try:
