@@ -84,3 +84,18 @@ def test_tf2_errors(tmp_path):
     modeling.load_checkpoint(modeling.build_encoder(CONFIG), prefix)
   with pytest.raises(FileNotFoundError, match="no checkpoint at"):
     modeling.load_checkpoint(modeling.build_encoder(CONFIG), tmp_path / "ckpt-99")
+
+
+def test_legacy_optimizer_slots_are_not_taken_for_weights(tmp_path):
+  # Legacy tf-keras optimizers (training's AdamWeightDecay, Lamb) hang their
+  # slots below each weight: bert_weights/<name>/.OPTIMIZER_SLOT/optimizer/m.
+  model = modeling.build_pretraining_model(CONFIG)
+  optimizer = keras.optimizers.legacy.Adam(1e-2)
+  optimizer.apply_gradients((tf.ones_like(v), v) for v in model.trainable_weights)
+  modeling.new_checkpoint(model, optimizer).save(str(tmp_path / "ckpt"))
+  restored = modeling.build_pretraining_model(CONFIG)
+  report = modeling.load_checkpoint(restored, tf.train.latest_checkpoint(str(tmp_path)))
+  assert len(report.loaded) == len(restored.weights)
+  assert "optimizer slots" in report.ignored
+  for a, b in zip(model.weights, restored.weights):
+    np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.name)

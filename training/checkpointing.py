@@ -1,4 +1,9 @@
-"""Resumable checkpoints in `output_dir`, written by the chief only."""
+"""Resumable checkpoints in `output_dir`, written by the chief only.
+
+What a checkpoint tracks is the job's choice (`Trainer`'s `checkpoint_fn`);
+BERT jobs write `modeling.new_checkpoint`s, which `modeling.load_checkpoint`
+reads back into any BERT model (evaluation, fine-tuning, features).
+"""
 
 import re
 import shutil
@@ -17,21 +22,6 @@ def checkpoint_step(path):
   if not match:
     raise ValueError(f'checkpoint path {path!r} does not end in -<step>')
   return int(match.group(1))
-
-
-def restore_weights(model, path):
-  """Loads only the model's variables from a training checkpoint (for eval).
-
-  `path` is a checkpoint prefix or a directory (its latest checkpoint).
-  Returns the checkpoint's global step.
-  """
-  if tf.io.gfile.isdir(path):
-    latest = tf.train.latest_checkpoint(path)
-    if latest is None:
-      raise FileNotFoundError(f'no checkpoint in {path}')
-    path = latest
-  tf.train.Checkpoint(model=model).restore(path).expect_partial()
-  return checkpoint_step(path)
 
 
 class Checkpointer:

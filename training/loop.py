@@ -12,7 +12,11 @@ The caller supplies what is specific to a job:
   dataset_fn(input_context) -> tf.data.Dataset of feature dicts, batched to
     input_context.get_per_replica_batch_size(train_batch_size) and sharded
     by input_context (file-level sharding);
-  init_fn(model) (optional): warm start, run only when no checkpoint exists.
+  init_fn(model) (optional): warm start, run only when no checkpoint exists;
+  checkpoint_fn(model, optimizer, **extra) -> tf.train.Checkpoint (optional):
+    how output_dir's checkpoints track the model; BERT jobs pass
+    `modeling.new_checkpoint`, so each checkpoint is also an
+    `init_checkpoint` for `modeling.load_checkpoint`.
 Everything runs under `strategy.scope()`; model and optimizer state, the
 global step (the optimizer's iteration count) and, on a single worker, the
 input position are checkpointed, so rerunning with the same output_dir resumes.
@@ -100,6 +104,11 @@ def model_inputs(model, features):
   return features
 
 
+def default_checkpoint(model, optimizer, **extra):
+  """Tracks the model as an object (Keras layer graph), its optimizer and extra."""
+  return tf.train.Checkpoint(model=model, optimizer=optimizer, **extra)
+
+
 def metric_results(metrics):
   return {name: float(metric.result()) for name, metric in metrics.items()}
 
@@ -108,12 +117,13 @@ class Trainer:
   """Builds model and optimizer under the strategy and trains them."""
 
   def __init__(self, strategy, config, model_fn, optimizer_fn, loss_fn,
-               dataset_fn, metrics_fn=None, init_fn=None):
+               dataset_fn, metrics_fn=None, init_fn=None, checkpoint_fn=None):
     self.strategy = strategy
     self.config = config
     self._loss_fn = loss_fn
     self._dataset_fn = dataset_fn
     self._init_fn = init_fn
+    self._checkpoint_fn = checkpoint_fn or default_checkpoint
     with strategy.scope():
       with precision.policy_scope(config.dtype):
         self.model = model_fn()
@@ -276,11 +286,10 @@ class Trainer:
     logging.info('Training with %s over %d replica(s)',
                  type(strategy).__name__, strategy.num_replicas_in_sync)
     iterator, saveable = self._make_iterator()
-    state = {'model': self.model, 'optimizer': self.optimizer}
-    if saveable:
-      state['data_iterator'] = iterator
+    extra = {'data_iterator': iterator} if saveable else {}
     checkpointer = checkpointing.Checkpointer(
-        tf.train.Checkpoint(**state), config.output_dir,
+        self._checkpoint_fn(self.model, self.optimizer, **extra),
+        config.output_dir,
         config.keep_checkpoint_max, is_chief)
     if checkpointer.restore_latest() is None and self._init_fn:
       logging.info('No checkpoint in %s: warm start (init_fn)',

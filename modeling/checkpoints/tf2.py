@@ -16,7 +16,9 @@ from modeling.checkpoints import names as names_lib
 from modeling.checkpoints.assign import CheckpointError, assign_named_arrays
 
 WEIGHTS_OBJECT = "bert_weights"
-_KEY_RE = re.compile(r"^" + WEIGHTS_OBJECT + r"/(.+)/\.ATTRIBUTES/VARIABLE_VALUE$")
+# A weight's value; its optimizer slots hang below it (`<name>/.OPTIMIZER_SLOT/...`).
+_KEY_RE = re.compile(r"^" + WEIGHTS_OBJECT + r"/([^/]+)/\.ATTRIBUTES/VARIABLE_VALUE$")
+_SLOT_MARK = "/.OPTIMIZER_SLOT/"
 
 
 def new_checkpoint(model, optimizer=None, **extra):
@@ -65,6 +67,8 @@ def restore_model(model, path):
     m = _KEY_RE.match(key)
     if m:
       keys[_unescape(m.group(1))] = key
+    elif _SLOT_MARK in key:
+      other.append("optimizer slots")
     elif not key.startswith("_"):
       other.append(key.split("/", 1)[0])
   if not keys:

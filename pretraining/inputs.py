@@ -1,0 +1,138 @@
+"""The pre-training input: TFRecord files checked up front, and their tf.data pipeline.
+
+Records have Google's features (`pretraining_data.features`), so files from
+Google's create_pretraining_data.py and from ours are read alike.
+"""
+
+from absl import logging
+import tensorflow as tf
+
+from pretraining_data import features as features_lib
+
+# Records in the shuffle buffer after the files are interleaved (Google's 100).
+SHUFFLE_BUFFER = 100
+# Files read in parallel by the training pipeline.
+CYCLE_LENGTH = 4
+
+
+class InputError(ValueError):
+  """Input files that are missing, unreadable or do not match the model's config."""
+
+
+def resolve_input_files(input_file):
+  """The sorted files matched by `input_file`, comma-separated globs; raises if none."""
+  patterns = [p.strip() for p in input_file.split(",") if p.strip()]
+  if not patterns:
+    raise InputError("--input_file names no file")
+  files = []
+  for pattern in patterns:
+    matched = sorted(tf.io.gfile.glob(pattern))
+    if not matched:
+      raise InputError(f"input_file {pattern!r} matches no file")
+    files.extend(matched)
+  return files
+
+
+def _first_example(path):
+  try:
+    records = list(tf.data.TFRecordDataset(path).take(1).as_numpy_iterator())
+  except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+    raise InputError(f"{path}: not a readable TFRecord file ({e.message.splitlines()[0]})"
+                     ) from None
+  if not records:
+    raise InputError(f"{path}: holds no record")
+  try:
+    return tf.train.Example.FromString(records[0])
+  except Exception:  # pylint: disable=broad-except  (protobuf's DecodeError)
+    raise InputError(f"{path}: the first record is not a tf.train.Example") from None
+
+
+def check_records(files, max_seq_length, max_predictions_per_seq, bert_config):
+  """Checks the first record of each file against the flags and the model's config.
+
+  Catches, before any training, files that are not pre-training records, the
+  wrong `max_seq_length` / `max_predictions_per_seq`, and ids the model's
+  embeddings cannot hold. Errors name the file and what differs.
+  """
+  if max_seq_length > bert_config.max_position_embeddings:
+    raise InputError(f"max_seq_length {max_seq_length} exceeds the model's "
+                     f"max_position_embeddings {bert_config.max_position_embeddings}")
+  lengths = features_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
+  flag_of = {"seq": "max_seq_length", "pred": "max_predictions_per_seq", 1: None}
+  for path in files:
+    example = _first_example(path)
+    feature_map = example.features.feature
+    problems = []
+    for name, kind, length_key in features_lib.FEATURES:
+      if name not in feature_map:
+        problems.append(f"feature {name!r} is missing")
+        continue
+      values = getattr(feature_map[name], f"{kind}_list").value
+      if feature_map[name].WhichOneof("kind") != f"{kind}_list":
+        problems.append(f"feature {name!r} is {feature_map[name].WhichOneof('kind')}, "
+                        f"expected {kind}_list")
+      elif len(values) != lengths[name]:
+        flag = flag_of[length_key]
+        hint = f" (--{flag}={lengths[name]})" if flag else ""
+        problems.append(f"feature {name!r} has length {len(values)}, expected "
+                        f"{lengths[name]}{hint}")
+    if not problems:
+      ids = feature_map["input_ids"].int64_list.value
+      lm_ids = feature_map["masked_lm_ids"].int64_list.value
+      segments = feature_map["segment_ids"].int64_list.value
+      if max(ids) >= bert_config.vocab_size or max(lm_ids) >= bert_config.vocab_size:
+        problems.append(f"token id {max(max(ids), max(lm_ids))} >= the model's vocab_size "
+                        f"{bert_config.vocab_size} (another vocabulary?)")
+      if max(segments) >= bert_config.type_vocab_size:
+        problems.append(f"segment id {max(segments)} >= the model's type_vocab_size "
+                        f"{bert_config.type_vocab_size}")
+    if problems:
+      raise InputError(f"{path}: the first record does not match: " + "; ".join(problems))
+  logging.info("Checked the first record of %d input file(s)", len(files))
+
+
+def _parser(max_seq_length, max_predictions_per_seq):
+  spec = features_lib.feature_spec(max_seq_length, max_predictions_per_seq)
+
+  def parse(serialized):
+    """[B] serialized records -> dict of [B, length] tensors; int64 becomes int32."""
+    parsed = tf.io.parse_example(serialized, spec)
+    return {name: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t
+            for name, t in parsed.items()}
+  return parse
+
+
+def make_dataset_fn(files, batch_size, max_seq_length, max_predictions_per_seq,
+                    is_training, seed=None):
+  """A `dataset_fn(input_context)` for `training.Trainer` / `training.evaluate`.
+
+  Training: files sharded across input pipelines (records when there are
+  fewer files than pipelines), shuffled, repeated, read `CYCLE_LENGTH` at a
+  time and interleaved, records shuffled. Evaluation: files read in order,
+  once. Both batch to the per-replica size, dropping the remainder, as Google.
+  """
+  parse = _parser(max_seq_length, max_predictions_per_seq)
+
+  def dataset_fn(context):
+    per_replica = context.get_per_replica_batch_size(batch_size)
+    shard_files = len(files) >= context.num_input_pipelines
+    d = tf.data.Dataset.from_tensor_slices(files)
+    if shard_files:
+      d = d.shard(context.num_input_pipelines, context.input_pipeline_id)
+    if is_training:
+      d = d.repeat().shuffle(len(files), seed=seed)
+      d = d.interleave(tf.data.TFRecordDataset,
+                       cycle_length=min(CYCLE_LENGTH, len(files)),
+                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    else:
+      d = d.flat_map(tf.data.TFRecordDataset)
+    if not shard_files:
+      d = d.shard(context.num_input_pipelines, context.input_pipeline_id)
+    if is_training:
+      d = d.shuffle(SHUFFLE_BUFFER, seed=seed)
+    d = d.batch(per_replica, drop_remainder=True)
+    d = d.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    return d.prefetch(tf.data.AUTOTUNE)
+
+  return dataset_fn
+

@@ -1,0 +1,51 @@
+"""The pre-training task: model, loss and metrics, as Google's run_pretraining.
+
+The loss is Google's masked-LM + next-sentence loss. The metrics are those of
+Google's `metric_fn`, with its names, and serve both the training summaries
+and eval_results.txt:
+  masked_lm_accuracy: accuracy over the prediction slots, weighted by
+    masked_lm_weights (padding slots do not count);
+  masked_lm_loss: the per-slot loss, mean weighted by masked_lm_weights
+    (sum w*l / sum w over all batches);
+  next_sentence_accuracy, next_sentence_loss: plain means over examples.
+"""
+
+import tensorflow as tf
+import tf_keras
+
+import modeling
+
+def model_fn(bert_config, max_seq_length, max_predictions_per_seq):
+  """() -> the pre-training model (encoder + masked-LM and next-sentence heads)."""
+  return lambda: modeling.build_pretraining_model(
+      bert_config, seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq)
+
+
+def loss_fn(features, outputs):
+  """(total loss, metric updates) for one per-replica batch."""
+  mlm_logits = outputs["masked_lm_logits"]  # [B, P, V] float32
+  nsp_logits = outputs["next_sentence_logits"]  # [B, 2] float32
+  weights = features["masked_lm_weights"]  # [B, P]
+  mlm_loss, mlm_per_slot = modeling.masked_lm_loss(mlm_logits, features["masked_lm_ids"],
+                                                   weights)
+  nsp_loss, nsp_per_example = modeling.next_sentence_loss(
+      nsp_logits, features["next_sentence_labels"])
+  nsp_labels = tf.reshape(features["next_sentence_labels"], [-1])  # [B]
+  updates = {
+      "masked_lm_accuracy": (features["masked_lm_ids"],
+                             tf.argmax(mlm_logits, axis=-1, output_type=tf.int32), weights),
+      "masked_lm_loss": (mlm_per_slot, weights),
+      "next_sentence_accuracy": (nsp_labels,
+                                 tf.argmax(nsp_logits, axis=-1, output_type=tf.int32)),
+      "next_sentence_loss": (nsp_per_example,),
+  }
+  return mlm_loss + nsp_loss, updates
+
+
+def metrics_fn():
+  return {
+      "masked_lm_accuracy": tf_keras.metrics.Accuracy("masked_lm_accuracy"),
+      "masked_lm_loss": tf_keras.metrics.Mean("masked_lm_loss"),
+      "next_sentence_accuracy": tf_keras.metrics.Accuracy("next_sentence_accuracy"),
+      "next_sentence_loss": tf_keras.metrics.Mean("next_sentence_loss"),
+  }

@@ -1,0 +1,265 @@
+"""run_pretraining in process: learning, summaries, output_dir's checkpoints as
+init_checkpoints, eval against Google's reference, precision/XLA, bad inputs.
+
+Data: our create_pretraining_data on sample_data/corpus.txt (seq 64, 10
+predictions); model: L=2, H=64 over sample_data/vocab.txt.
+"""
+
+import glob
+import io
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+import modeling
+import pretraining
+from pretraining_data import pipeline
+from training import loop
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEQ, PRED = 64, 10
+
+
+def make_data(directory):
+  """Two TFRecord files from sample_data (2,867 instances at dupe_factor 5)."""
+  files = [os.path.join(directory, name) for name in ("a.tfrecord", "b.tfrecord")]
+  pipeline.run(pipeline.Config(
+      input_file=os.path.join(REPO, "sample_data", "corpus.txt"), output_file=",".join(files),
+      vocab_file=os.path.join(REPO, "sample_data", "vocab.txt"), max_seq_length=SEQ,
+      max_predictions_per_seq=PRED, dupe_factor=5, num_workers=1), io.StringIO())
+  return files
+
+
+def make_config_file(path, dropout=0.1):
+  with open(os.path.join(REPO, "sample_data", "vocab.txt"), encoding="utf-8") as f:
+    vocab_size = sum(1 for _ in f)
+  modeling.BertConfig(
+      vocab_size=vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+      intermediate_size=128, max_position_embeddings=2 * SEQ, type_vocab_size=2,
+      hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout).to_json_file(path)
+  return str(path)
+
+
+@pytest.fixture(name="data", scope="module")
+def fixture_data(tmp_path_factory):
+  """(input_file glob, bert_config_file, bert_config_file without dropout)."""
+  directory = tmp_path_factory.mktemp("data")
+  make_data(str(directory))
+  return (str(directory / "*.tfrecord"), make_config_file(directory / "bert_config.json"),
+          make_config_file(directory / "bert_config_nodrop.json", dropout=0.0))
+
+
+def run_config(data, output_dir, **flags):
+  input_file, config_file, _ = data
+  values = dict(bert_config_file=config_file, input_file=input_file,
+                output_dir=str(output_dir), max_seq_length=SEQ, max_predictions_per_seq=PRED,
+                do_train=True, train_batch_size=16, learning_rate=2e-3, num_train_steps=40,
+                num_warmup_steps=4, save_checkpoints_steps=20, iterations_per_loop=10,
+                log_steps=10, max_eval_steps=5, seed=1)
+  values.update(flags)
+  return pretraining.RunConfig(**values)
+
+
+def read_events(output_dir):
+  """{tag: {step: value}} of the TensorBoard scalars in output_dir."""
+  events = {}
+  for path in glob.glob(os.path.join(output_dir, "events.out.tfevents.*")):
+    for record in tf.data.TFRecordDataset(path):
+      event = tf.compat.v1.Event.FromString(record.numpy())
+      for value in event.summary.value:
+        events.setdefault(value.tag, {})[event.step] = float(tf.make_ndarray(value.tensor))
+  return events
+
+
+def read_eval_results(output_dir):
+  with open(os.path.join(output_dir, "eval_results.txt"), encoding="utf-8") as f:
+    return {k: float(v) for k, v in (line.split(" = ") for line in f.read().splitlines())}
+
+
+def test_learns_and_its_checkpoints_feed_every_consumer(data, tmp_path):
+  out = tmp_path / "run"
+  results = pretraining.run(run_config(data, out, do_eval=True, log_steps=5))
+  events = read_events(str(out))
+  assert set(events) == {"loss", "learning_rate", "examples_per_second", "masked_lm_accuracy",
+                         "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss"}
+  assert sorted(events["loss"]) == list(range(5, 45, 5))
+  # Uniform guessing over 2,231 wordpieces is ln(2231) = 7.7: the first 5
+  # steps average ~7.5; the unigram statistics bring it to ~6.3 by step 20
+  # (the plateau of a few dozen steps). Window means: 720 slots each.
+  mlm = events["masked_lm_loss"]
+  late = [25, 30, 35, 40]
+  assert mlm[5] > 7.0 and np.mean([mlm[s] for s in late]) < mlm[5] - 0.8, mlm
+  accuracy = events["masked_lm_accuracy"]
+  assert np.mean([accuracy[s] for s in late]) > accuracy[5] + 0.01, accuracy
+  assert results["eval"]["masked_lm_accuracy"] > 0.03  # random weights: ~1/2231
+  # loss averages the batch losses; masked_lm_loss weights the window's slots
+  # together (Google's metric): equal up to the batches' different slot counts.
+  np.testing.assert_allclose(events["loss"][40], mlm[40] + events["next_sentence_loss"][40],
+                             rtol=1e-3)
+  assert events["learning_rate"][20] == pytest.approx(2e-3 * 20 / 40)
+  # Google's eval keys, in eval_results.txt.
+  written = read_eval_results(str(out))
+  assert set(written) == {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
+                          "next_sentence_accuracy", "next_sentence_loss"}
+  assert written["global_step"] == 40
+  assert written["loss"] == pytest.approx(results["eval"]["loss"], rel=1e-6)
+  # The layout every consumer reads: the config, and checkpoints by Google name.
+  assert modeling.load_config(str(out)) == modeling.BertConfig.from_json_file(data[1])
+  assert tf.train.latest_checkpoint(str(out)).endswith("model.ckpt-40")
+  reader = tf.train.load_checkpoint(str(out / "model.ckpt-40"))
+  assert any(k.startswith("bert_weights/bert.Sembeddings.Sword_embeddings")
+             for k in reader.get_variable_to_shape_map())
+
+  # run_classifier / extract_features: the encoder of the pre-training checkpoint.
+  config = modeling.load_config(str(out))
+  classifier = modeling.build_classifier(config, num_labels=3, seq_length=SEQ)
+  report = modeling.load_checkpoint(classifier, str(out))
+  assert "classifier output layer" in report.heads_absent
+  pretrained = modeling.build_pretraining_model(config, seq_length=SEQ,
+                                                max_predictions_per_seq=PRED)
+  modeling.load_checkpoint(pretrained, str(out / "model.ckpt-40"))
+  for name, variable in modeling.checkpoints.names.encoder_variables(
+      classifier.get_layer("bert")).items():
+    np.testing.assert_array_equal(
+        variable.numpy(), reader.get_tensor(
+            "bert_weights/" + name.replace(".", "..").replace("/", ".S")
+            + "/.ATTRIBUTES/VARIABLE_VALUE"), err_msg=name)
+
+  # run_pretraining's init_checkpoint: evaluating it elsewhere gives the same results.
+  again = pretraining.run(run_config(data, tmp_path / "eval", do_train=False, do_eval=True,
+                                     init_checkpoint=str(out)))
+  for key in ("loss", "masked_lm_accuracy", "masked_lm_loss", "next_sentence_loss"):
+    assert again["eval"][key] == pytest.approx(results["eval"][key], rel=1e-5), key
+  assert again["eval"]["global_step"] == 0  # a warm start, not a resume (as Estimator)
+  # do_eval alone on output_dir: its latest checkpoint wins over init_checkpoint.
+  same = pretraining.run(run_config(data, out, do_train=False, do_eval=True,
+                                    init_checkpoint="/no/such/checkpoint"))
+  assert same["eval"] == pytest.approx(results["eval"], rel=1e-5)
+
+
+def write_records(path, arrays):
+  """One TFRecord file of Google's features from {feature: [N, length] array}."""
+  with tf.io.TFRecordWriter(str(path)) as writer:
+    for i in range(len(arrays["input_ids"])):
+      feature = {}
+      for name, values in arrays.items():
+        row = np.reshape(values[i], [-1])
+        if values.dtype.kind == "f":
+          feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=row))
+        else:
+          feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=row))
+      writer.write(tf.train.Example(
+          features=tf.train.Features(feature=feature)).SerializeToString())
+
+
+def test_eval_of_googles_checkpoint_matches_its_reference(shared_dir, tmp_path):
+  fixture = shared_dir / "fixtures" / "google_bert_tiny"
+  ref = np.load(fixture / "reference.npz")
+  names = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
+           "masked_lm_weights", "next_sentence_labels")
+  write_records(tmp_path / "ref.tfrecord", {name: ref[name] for name in names})
+  results = pretraining.run(pretraining.RunConfig(
+      bert_config_file=str(fixture / "bert_config.json"),
+      input_file=str(tmp_path / "ref.tfrecord"), output_dir=str(tmp_path / "out"),
+      init_checkpoint=str(fixture / "bert_model.ckpt"), max_seq_length=32,
+      max_predictions_per_seq=5, do_eval=True, eval_batch_size=4, max_eval_steps=10))["eval"]
+  weights = ref["masked_lm_weights"]
+  # One batch of the 4 examples: Estimator's `loss` is the mean of the batch
+  # total losses, so Google's total_loss (masked-LM loss with its + 1e-5 in the
+  # denominator, plus the next-sentence loss).
+  assert results["loss"] == pytest.approx(float(ref["total_loss"]), abs=1e-4)
+  # metric_fn's masked_lm_loss is tf.metrics.mean(per-slot loss, weights):
+  # sum(w * l) / sum(w), without the + 1e-5 of the training loss.
+  weighted_mean = float(np.sum(weights * ref["masked_lm_example_loss"]) / np.sum(weights))
+  assert results["masked_lm_loss"] == pytest.approx(weighted_mean, abs=1e-4)
+  assert results["next_sentence_loss"] == pytest.approx(float(ref["next_sentence_loss"]),
+                                                        abs=1e-4)
+  predicted = np.argmax(ref["masked_lm_logits"], axis=-1)
+  assert results["masked_lm_accuracy"] == pytest.approx(
+      float(np.sum(weights * (predicted == ref["masked_lm_ids"])) / np.sum(weights)))
+  assert results["next_sentence_accuracy"] == pytest.approx(float(np.mean(
+      np.argmax(ref["next_sentence_logits"], -1) == ref["next_sentence_labels"][:, 0])))
+  assert results["global_step"] == 0
+  assert read_eval_results(str(tmp_path / "out"))["loss"] == pytest.approx(results["loss"])
+
+
+def first_losses(data, output_dir, **flags):
+  input_file, _, nodrop = data
+  pretraining.run(run_config((input_file, nodrop, nodrop), output_dir, num_train_steps=6,
+                             log_steps=1, save_checkpoints_steps=6, iterations_per_loop=6,
+                             **flags))
+  losses = read_events(str(output_dir))["loss"]
+  return np.array([losses[step] for step in sorted(losses)])
+
+
+def test_xla_gives_the_same_losses_and_bfloat16_trains(data, tmp_path):
+  # The same initial weights for every run: a warm start from one checkpoint.
+  tf_keras.utils.set_random_seed(1)
+  model = modeling.build_pretraining_model(modeling.BertConfig.from_json_file(data[2]),
+                                           seq_length=SEQ, max_predictions_per_seq=PRED)
+  init = modeling.new_checkpoint(model).save(str(tmp_path / "init" / "ckpt"))
+  base = first_losses(data, tmp_path / "f32", init_checkpoint=str(init))
+  xla = first_losses(data, tmp_path / "xla", init_checkpoint=str(init), use_xla=True)
+  # Without dropout, fused kernels only change float32 rounding.
+  np.testing.assert_allclose(xla, base, rtol=1e-4)
+  bf16 = first_losses(data, tmp_path / "bf16", init_checkpoint=str(init),
+                      dtype="mixed_bfloat16", learning_rate=5e-3)
+  # bfloat16 activations (8 bits of mantissa): the first loss agrees to ~1%,
+  # and training moves the loss down.
+  assert bf16[0] == pytest.approx(base[0], rel=2e-2)
+  assert np.all(np.isfinite(bf16)) and bf16[-1] < bf16[0] - 0.1, bf16
+
+
+def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
+  input_file, config_file, _ = data
+  first = sorted(glob.glob(input_file))[0]
+  with pytest.raises(pretraining.InputError,
+                     match=r"a\.tfrecord: the first record does not match: feature "
+                     r"'input_ids' has length 64, expected 128 \(--max_seq_length=128\)"):
+    pretraining.run(run_config(data, tmp_path / "o1", max_seq_length=128))
+  with pytest.raises(pretraining.InputError,
+                     match=r"'masked_lm_positions' has length 10, expected 20 "
+                     r"\(--max_predictions_per_seq=20\)"):
+    pretraining.run(run_config(data, tmp_path / "o2", max_predictions_per_seq=20))
+  with pytest.raises(pretraining.InputError,
+                     match="max_seq_length 256 exceeds the model's max_position_embeddings 128"):
+    pretraining.run(run_config(data, tmp_path / "o2", max_seq_length=256))
+  # A file whose records have another length, among good ones: named.
+  ref = {name: np.zeros([2, 32], np.int64) for name in ("input_ids", "input_mask",
+                                                        "segment_ids")}
+  ref.update(masked_lm_positions=np.zeros([2, PRED], np.int64),
+             masked_lm_ids=np.zeros([2, PRED], np.int64),
+             masked_lm_weights=np.ones([2, PRED], np.float32),
+             next_sentence_labels=np.zeros([2, 1], np.int64))
+  write_records(tmp_path / "short.tfrecord", ref)
+  with pytest.raises(pretraining.InputError,
+                     match=r"short\.tfrecord: .*'input_ids' has length 32, expected 64"):
+    pretraining.run(run_config(data, tmp_path / "o3",
+                               input_file=f"{first},{tmp_path / 'short.tfrecord'}"))
+  (tmp_path / "text.tfrecord").write_text("not a record file\n")
+  with pytest.raises(pretraining.InputError, match=r"text\.tfrecord: not a readable TFRecord"):
+    pretraining.run(run_config(data, tmp_path / "o4", input_file=str(tmp_path / "text.tfrecord")))
+  # The model's config against the data.
+  small = modeling.BertConfig.from_json_file(config_file).replace(vocab_size=100)
+  small.to_json_file(str(tmp_path / "small.json"))
+  with pytest.raises(pretraining.InputError, match=r"a\.tfrecord: .*token id \d+ >= the "
+                     r"model's vocab_size 100"):
+    pretraining.run(run_config(data, tmp_path / "o5",
+                               bert_config_file=str(tmp_path / "small.json")))
+  with pytest.raises(pretraining.InputError, match="matches no file"):
+    pretraining.run(run_config(data, tmp_path / "o6", input_file=str(tmp_path / "none*.rec")))
+  with pytest.raises(modeling.ConfigError, match="cannot read BERT config"):
+    pretraining.run(run_config(data, tmp_path / "o7", bert_config_file=str(tmp_path / "no.json")))
+  # Records that make the loss NaN: training stops at once, nothing is saved.
+  nan = dict(ref, input_ids=np.ones([2, SEQ], np.int64), input_mask=np.ones([2, SEQ], np.int64),
+             segment_ids=np.zeros([2, SEQ], np.int64),
+             masked_lm_weights=np.full([2, PRED], np.nan, np.float32))
+  write_records(tmp_path / "nan.tfrecord", nan)
+  with pytest.raises(loop.NonFiniteLossError, match="Loss is nan at global step 0: stopped"):
+    pretraining.run(run_config(data, tmp_path / "o8", input_file=str(tmp_path / "nan.tfrecord"),
+                               train_batch_size=2))
+  for name in ("o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8"):
+    assert not glob.glob(str(tmp_path / name / "model.ckpt*")), name

@@ -1,0 +1,210 @@
+"""run_pretraining across processes and devices: a real kill and resume,
+MirroredStrategy over two logical CPUs, two MultiWorkerMirroredStrategy workers.
+
+`python -m tests.test_run_pretraining_distributed [--split_cpu=N]
+[--dump_weights=F] <run_pretraining flags>` runs run_pretraining.py after
+splitting the CPU into N logical devices, and saves the trained weights.
+"""
+
+import glob
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from absl import app, flags
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+import modeling
+import pretraining
+import run_pretraining
+from tests import test_run_pretraining as single
+from training import loop
+from training import strategy as strategy_lib
+
+REPO = single.REPO
+SEQ, PRED = single.SEQ, single.PRED
+TIMEOUT = 300
+
+
+def make_job(tmp_path):
+  """(data files, config file without dropout, init checkpoint): runs that
+  start from the same weights and draw no random numbers compare exactly."""
+  files = single.make_data(str(tmp_path))
+  config_file = single.make_config_file(tmp_path / "bert_config.json", dropout=0.0)
+  tf_keras.utils.set_random_seed(1)
+  model = modeling.build_pretraining_model(modeling.BertConfig.from_json_file(config_file),
+                                           seq_length=SEQ, max_predictions_per_seq=PRED)
+  init = modeling.new_checkpoint(model).save(str(tmp_path / "init" / "ckpt"))
+  return files, config_file, init
+
+
+def job_flags(input_file, config_file, init, output_dir, **extra):
+  values = dict(bert_config_file=config_file, input_file=input_file,
+                output_dir=str(output_dir), init_checkpoint=init, max_seq_length=SEQ,
+                max_predictions_per_seq=PRED, do_train=True, train_batch_size=16,
+                learning_rate=1e-3, num_warmup_steps=2, seed=1)
+  values.update(extra)
+  return values
+
+
+def command(values, module=False):
+  head = ["-m", "tests.test_run_pretraining_distributed"] if module else ["run_pretraining.py"]
+  return [sys.executable, *head] + [f"--{k}={v}" for k, v in values.items()]
+
+
+def final_weights(output_dir):
+  """{key: array} of the model weights in output_dir's latest checkpoint."""
+  reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(output_dir)))
+  return {key: reader.get_tensor(key) for key in reader.get_variable_to_shape_map()
+          if key.startswith("bert_weights/") and ".OPTIMIZER_SLOT" not in key}
+
+
+def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(tmp_path):
+  files, config_file, init = make_job(tmp_path)
+  steps = 60
+  values = job_flags(",".join(files), config_file, init, tmp_path / "run",
+                     num_train_steps=steps, save_checkpoints_steps=10, iterations_per_loop=10,
+                     log_steps=10)
+  output_dir = tmp_path / "run"
+  missing = subprocess.run(command(dict(values, input_file=tmp_path / "none*.tfrecord")),
+                           cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT,
+                           check=False)
+  assert missing.returncode == 1
+  assert "run_pretraining: error: input_file " in missing.stderr
+  assert "none*.tfrecord' matches no file" in missing.stderr
+  process = subprocess.Popen(command(values), cwd=REPO, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+  try:
+    deadline = time.time() + TIMEOUT
+    while not (output_dir / "checkpoint").exists():
+      assert process.poll() is None, "the run ended before its first save"
+      assert time.time() < deadline, "no checkpoint in time"
+      time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+  finally:
+    process.kill()
+    process.wait()
+  assert not (output_dir / f"model.ckpt-{steps}.index").exists(), "the run was not killed"
+  resumed = subprocess.run(command(values), cwd=REPO, capture_output=True, text=True,
+                           timeout=TIMEOUT, check=False)
+  assert resumed.returncode == 0, resumed.stderr[-5000:]
+  restored = re.search(r"Restored checkpoint \S+model.ckpt-(\d+) at step \1", resumed.stderr)
+  assert restored and 0 < int(restored.group(1)) < steps, resumed.stderr[-3000:]
+  assert "Warm start" not in resumed.stderr  # init_checkpoint only without a checkpoint
+  assert tf.train.latest_checkpoint(str(output_dir)).endswith(f"model.ckpt-{steps}")
+  # Weights, Adam slots, step and input position came back: the same end.
+  pretraining.run(pretraining.RunConfig(**job_flags(
+      ",".join(files), config_file, init, tmp_path / "whole", num_train_steps=steps,
+      save_checkpoints_steps=steps, iterations_per_loop=10, log_steps=10)))
+  got, want = final_weights(output_dir), final_weights(tmp_path / "whole")
+  assert set(got) == set(want) and len(got) == 46
+  for key in want:
+    np.testing.assert_allclose(got[key], want[key], rtol=1e-4, atol=1e-6, err_msg=key)
+
+
+def uniform_weight_records(files, path):
+  """The records whose PRED slots are all real predictions.
+
+  Then the masked-LM loss of a per-replica batch (a weighted mean over its
+  slots) averages over replicas to the global batch's.
+  """
+  with tf.io.TFRecordWriter(str(path)) as writer:
+    for record in tf.data.TFRecordDataset(files).as_numpy_iterator():
+      example = tf.train.Example.FromString(record)
+      if sum(example.features.feature["masked_lm_weights"].float_list.value) == PRED:
+        writer.write(record)
+  return str(path)
+
+
+def test_mirrored_over_two_cpus_matches_one_device(tmp_path):
+  files, config_file, init = make_job(tmp_path)
+  input_file = uniform_weight_records(files, tmp_path / "uniform.tfrecord")
+  steps = 8
+  values = job_flags(input_file, config_file, init, tmp_path / "mirrored",
+                     num_train_steps=steps, log_steps=1, distribution_strategy="mirrored")
+  process = subprocess.run(command(dict(values, split_cpu=2), module=True), cwd=REPO,
+                           capture_output=True, text=True, timeout=TIMEOUT, check=False)
+  assert process.returncode == 0, process.stderr[-5000:]
+  assert "Training with MirroredStrategy over 2 replica(s)" in process.stderr
+  pretraining.run(pretraining.RunConfig(**dict(values, output_dir=str(tmp_path / "one"),
+                                               distribution_strategy="one_device")))
+  mirrored = single.read_events(str(tmp_path / "mirrored"))["loss"]
+  one = single.read_events(str(tmp_path / "one"))["loss"]
+  assert sorted(mirrored) == sorted(one) == list(range(1, steps + 1))
+  # The same 16 examples a step (2 x 8 vs 16): only float32 sums in another order.
+  np.testing.assert_allclose([mirrored[s] for s in one], list(one.values()), rtol=1e-5)
+
+
+def free_port():
+  with socket.socket() as s:
+    s.bind(("localhost", 0))
+    return s.getsockname()[1]
+
+
+def test_two_workers_train_the_same_weights_and_only_the_chief_writes(tmp_path):
+  files, config_file, init = make_job(tmp_path)
+  cluster = {"worker": [f"localhost:{free_port()}", f"localhost:{free_port()}"]}
+  output_dir = tmp_path / "run"
+  processes = []
+  for task_id in range(2):
+    temp_dir = tmp_path / f"tmp{task_id}"
+    temp_dir.mkdir()
+    env = dict(os.environ, TMPDIR=str(temp_dir), TF_CONFIG=json.dumps(
+        {"cluster": cluster, "task": {"type": "worker", "index": task_id}}))
+    values = job_flags(",".join(files), config_file, init, output_dir, num_train_steps=10,
+                       save_checkpoints_steps=5, log_steps=5,
+                       distribution_strategy="multi_worker_mirrored",
+                       dump_weights=tmp_path / f"worker{task_id}.npz")
+    processes.append(subprocess.Popen(command(values, module=True), cwd=REPO, env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                      text=True))
+  try:
+    logs = [p.communicate(timeout=TIMEOUT)[1] for p in processes]
+  finally:
+    for p in processes:
+      p.kill()
+      p.wait()
+  for p, log in zip(processes, logs):
+    assert p.returncode == 0, log[-5000:]
+  chief, worker = (np.load(tmp_path / f"worker{i}.npz") for i in range(2))
+  assert len(chief.files) == len(worker.files) == 46
+  for name in chief.files:
+    np.testing.assert_allclose(worker[name], chief[name], rtol=0, atol=1e-6, err_msg=name)
+  # One set of checkpoints and one summaries file, the chief's; each worker
+  # read one of the two files (file-level sharding).
+  assert tf.train.latest_checkpoint(str(output_dir)).endswith("model.ckpt-10")
+  assert len(glob.glob(str(output_dir / "events.out.tfevents.*"))) == 1
+  np.testing.assert_allclose(final_weights(output_dir)[
+      "bert_weights/bert.Spooler.Sdense.Skernel/.ATTRIBUTES/VARIABLE_VALUE"],
+      chief[[n for n in chief.files if "pooler" in n and "kernel" in n][0]], atol=1e-6)
+  for i in range(2):
+    assert not os.listdir(tmp_path / f"tmp{i}"), f"worker {i} left temporary files"
+
+
+def main(argv):
+  if FLAGS.split_cpu:
+    strategy_lib.split_cpu(FLAGS.split_cpu)
+  if FLAGS.dump_weights:
+    train = loop.Trainer.train
+
+    def train_and_dump(self):
+      scalars = train(self)
+      np.savez(FLAGS.dump_weights, **{v.name: v.numpy() for v in self.model.weights})
+      return scalars
+    loop.Trainer.train = train_and_dump
+  return run_pretraining.main(argv)
+
+
+FLAGS = flags.FLAGS
+
+if __name__ == "__main__":
+  flags.DEFINE_integer("split_cpu", 0, "Logical CPU devices to split the CPU into.")
+  flags.DEFINE_string("dump_weights", None, ".npz file for the trained weights.")
+  app.run(lambda argv: sys.exit(main(argv)))
