@@ -1,0 +1,96 @@
+"""SavedModel export of a fine-tuned classifier, with an in-graph tokenizer for raw text.
+
+Signatures:
+  serving_default: `input_ids`, `input_mask`, `segment_ids` (int32 [batch, seq]);
+  serve_text: `text_a` (string [batch]);
+  serve_text_pair: `text_a`, `text_b` (string [batch]; an empty text_b is a
+    single-segment input, as in run_classifier).
+Each returns `probabilities` (float32 [batch, num_labels]) and `label` (the
+predicted label name, string [batch]), or for regression `score` (float32
+[batch]). The text signatures tokenize and pack with tensorflow-text exactly as
+run_classifier's features are made (`tokenization.in_graph.InGraphTokenizer`).
+The vocabulary and label_list.json are assets. Loading needs only
+`tensorflow` and `tensorflow_text` (for the WordPiece op).
+"""
+
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+from classification import labels as labels_lib
+from tokenization.in_graph import InGraphTokenizer
+
+SIGNATURE_IDS, SIGNATURE_TEXT, SIGNATURE_TEXT_PAIR = "serving_default", "serve_text", "serve_text_pair"
+
+
+class ClassifierModule(tf.Module):
+  """The Keras classifier plus tokenizer, labels and the serving functions."""
+
+  def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list,
+               is_regression, label_list_file):
+    super().__init__(name="bert_classifier")
+    self.model = model
+    self.tokenizer = InGraphTokenizer(vocab_file, do_lower_case)
+    self.vocab_file = tf.saved_model.Asset(vocab_file)
+    self.label_list_file = tf.saved_model.Asset(label_list_file)
+    self.max_seq_length = max_seq_length
+    self.is_regression = is_regression
+    self.labels = tf.constant(list(label_list or []), tf.string)
+    seq = tf.TensorSpec([None, max_seq_length], tf.int32)
+    text = tf.TensorSpec([None], tf.string)
+    self.serve_ids = tf.function(self._serve_ids, input_signature=[seq, seq, seq])
+    self.serve_text = tf.function(self._serve_text, input_signature=[text])
+    self.serve_text_pair = tf.function(self._serve_text_pair, input_signature=[text, text])
+
+  def _outputs(self, features):
+    logits = tf.cast(self.model(features, training=False), tf.float32)  # [batch, num_labels]
+    if self.is_regression:
+      return {"score": logits[:, 0]}
+    return {"probabilities": tf.nn.softmax(logits, axis=-1),
+            "label": tf.gather(self.labels, tf.argmax(logits, axis=-1))}
+
+  def _serve_ids(self, input_ids, input_mask, segment_ids):
+    return self._outputs({"input_ids": input_ids, "input_mask": input_mask,
+                          "segment_ids": segment_ids})
+
+  def _serve_text(self, text_a):
+    return self._outputs(self.tokenizer.pack(self.tokenizer.tokenize(text_a), None,
+                                             self.max_seq_length))
+
+  def _serve_text_pair(self, text_a, text_b):
+    return self._outputs(self.tokenizer.pack(self.tokenizer.tokenize(text_a),
+                                             self.tokenizer.tokenize(text_b),
+                                             self.max_seq_length))
+
+
+def export_saved_model(model, export_dir, vocab_file, do_lower_case, max_seq_length, label_list,
+                       is_regression):
+  """Writes the SavedModel to `export_dir` atomically (temp dir + rename); returns export_dir.
+
+  `label_list` is the label names in id order (None for regression).
+  """
+  export_dir = os.path.abspath(export_dir)
+  parent = os.path.dirname(export_dir)
+  os.makedirs(parent, exist_ok=True)
+  tmp = tempfile.mkdtemp(dir=parent, prefix="." + os.path.basename(export_dir) + ".")
+  old = None
+  try:
+    label_file = labels_lib.save_label_list(os.path.join(tmp, "extra"), label_list or [],
+                                            is_regression)
+    module = ClassifierModule(model, vocab_file, do_lower_case, max_seq_length, label_list,
+                              is_regression, label_file)
+    saved = os.path.join(tmp, "saved_model")
+    tf.saved_model.save(module, saved, signatures={
+        SIGNATURE_IDS: module.serve_ids, SIGNATURE_TEXT: module.serve_text,
+        SIGNATURE_TEXT_PAIR: module.serve_text_pair})
+    if os.path.exists(export_dir):
+      old = tempfile.mkdtemp(dir=parent, prefix="." + os.path.basename(export_dir) + ".old.")
+      os.rename(export_dir, os.path.join(old, "previous"))
+    os.rename(saved, export_dir)
+  finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+    if old:
+      shutil.rmtree(old, ignore_errors=True)
+  return export_dir

@@ -1,0 +1,103 @@
+"""Fine-tune BERT on a classification or regression task (Google's flags and outputs).
+
+Accepts Google TF1 checkpoints, HuggingFace model directories and our TF2
+checkpoints as `init_checkpoint`; writes `eval_results.txt`, `test_results.tsv`
+and, with `--export_dir`, a SavedModel that also takes raw text.
+"""
+
+from absl import app
+from absl import flags
+
+from classification import run
+from training import precision
+from training import strategy
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("data_dir", None, "Directory with the task's train/dev/test files.")
+flags.DEFINE_string("bert_config_file", None,
+                    "bert_config.json (or HF config.json). Default: the one stored with "
+                    "init_checkpoint (e.g. an HF directory's config.json).")
+flags.DEFINE_string("task_name", None, "The task to train (cola, mrpc, sst-2, sts-b, ..., generic).")
+flags.DEFINE_string("vocab_file", None, "The vocabulary file the model was trained on.")
+flags.DEFINE_string("output_dir", None, "Where checkpoints, TFRecords and results are written.")
+flags.DEFINE_string("init_checkpoint", None, "Initial weights: Google TF1, HF directory or ours.")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).")
+flags.DEFINE_integer("max_seq_length", 128, "Maximum total sequence length after WordPiece.")
+flags.DEFINE_bool("do_train", False, "Whether to run training.")
+flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+flags.DEFINE_bool("do_predict", False, "Whether to run the model on the test set.")
+flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
+flags.DEFINE_float("warmup_proportion", 0.1,
+                   "Proportion of training to perform linear learning rate warmup for.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
+flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per call of the compiled train loop.")
+flags.DEFINE_integer("log_steps", 100, "Steps between progress lines (examples/s, loss).")
+flags.DEFINE_bool("use_tpu", False, "Same as --distribution_strategy=tpu.")
+flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use.")
+flags.DEFINE_string("tpu_zone", None, "GCE zone of the Cloud TPU.")
+flags.DEFINE_string("gcp_project", None, "GCP project of the Cloud TPU.")
+flags.DEFINE_string("master", None, "Ignored (TPUClusterResolver finds the master).")
+flags.DEFINE_integer("num_tpu_cores", 8, "Ignored (the TPU strategy uses every core).")
+flags.DEFINE_enum("distribution_strategy", "one_device", strategy.STRATEGIES,
+                  "tf.distribute strategy.")
+flags.DEFINE_integer("num_gpus", None, "GPUs for the mirrored strategy (default: all).")
+flags.DEFINE_enum("dtype", "float32", precision.DTYPES, "Compute precision.")
+flags.DEFINE_bool("use_xla", False, "Compile the training step with XLA.")
+flags.DEFINE_integer("seed", None, "Random seed (initialization, dropout, shuffling).")
+flags.DEFINE_string("export_dir", None, "Write a SavedModel here after training.")
+# The generic task's options (see the README).
+flags.DEFINE_string("text_a_column", None, "generic: column (name or index) of the text.")
+flags.DEFINE_string("text_b_column", None, "generic: column of the second text, if any.")
+flags.DEFINE_string("label_column", None, "generic: column of the label.")
+flags.DEFINE_bool("header", True, "generic: the files have a header row.")
+flags.DEFINE_string("delimiter", None, "generic: field separator (default by extension).")
+flags.DEFINE_bool("regression", False, "generic: float labels (regression).")
+flags.DEFINE_bool("skip_bad_rows", False, "Skip (and log) malformed rows instead of failing.")
+flags.DEFINE_string("language", None, "xnli: the language (default zh).")
+
+
+def _column(value):
+  return int(value) if value is not None and value.isdigit() else value
+
+
+def task_options():
+  """The processor options the flags set for FLAGS.task_name."""
+  options = {"skip_bad_rows": FLAGS.skip_bad_rows} if FLAGS.skip_bad_rows else {}
+  name = FLAGS.task_name.strip().lower()
+  if name == "generic":
+    options.update(text_a_column=_column(FLAGS.text_a_column),
+                   text_b_column=_column(FLAGS.text_b_column),
+                   label_column=_column(FLAGS.label_column), header=FLAGS.header,
+                   delimiter=FLAGS.delimiter, regression=FLAGS.regression)
+  elif name == "xnli" and FLAGS.language:
+    options["language"] = FLAGS.language
+  return options
+
+
+def main(_):
+  options = run.ClassifierOptions(
+      task_name=FLAGS.task_name, data_dir=FLAGS.data_dir, vocab_file=FLAGS.vocab_file,
+      output_dir=FLAGS.output_dir, bert_config_file=FLAGS.bert_config_file,
+      init_checkpoint=FLAGS.init_checkpoint, do_lower_case=FLAGS.do_lower_case,
+      max_seq_length=FLAGS.max_seq_length, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
+      do_predict=FLAGS.do_predict, train_batch_size=FLAGS.train_batch_size,
+      eval_batch_size=FLAGS.eval_batch_size, predict_batch_size=FLAGS.predict_batch_size,
+      learning_rate=FLAGS.learning_rate, num_train_epochs=FLAGS.num_train_epochs,
+      warmup_proportion=FLAGS.warmup_proportion,
+      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+      iterations_per_loop=FLAGS.iterations_per_loop, log_steps=FLAGS.log_steps,
+      distribution_strategy="tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy,
+      num_gpus=FLAGS.num_gpus, tpu_name=FLAGS.tpu_name, tpu_zone=FLAGS.tpu_zone,
+      gcp_project=FLAGS.gcp_project, dtype=FLAGS.dtype, use_xla=FLAGS.use_xla, seed=FLAGS.seed,
+      export_dir=FLAGS.export_dir, task_options=task_options())
+  run.run_classifier(options)
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["data_dir", "task_name", "vocab_file", "output_dir"])
+  app.run(main)
