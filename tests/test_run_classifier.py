@@ -1,0 +1,248 @@
+"""run_classifier end to end on tiny models: outputs, export, warm starts, regression, errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import classification
+from classification import run
+import modeling
+import tokenization
+from training import checkpointing
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(REPO, "sample_data")
+SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+TINY_CONFIG = dict(attention_probs_dropout_prob=0.1, hidden_act="gelu", hidden_dropout_prob=0.1,
+                   hidden_size=64, initializer_range=0.02, intermediate_size=128,
+                   max_position_embeddings=64, num_attention_heads=2, num_hidden_layers=2,
+                   type_vocab_size=2)
+TEXTS = ["A wonderful film, I loved every minute of it.", "The soup was cold and the staff rude.",
+         "Überraschend gut!", ""]
+
+
+def _tiny_config(path, vocab_size):
+  with open(path, "w") as f:
+    json.dump(dict(TINY_CONFIG, vocab_size=vocab_size), f)
+  return str(path)
+
+
+def _slice_glue(shared_dir, folder, target, rows):
+  """A copy of a GLUE folder with the header + first `rows` rows of each file."""
+  os.makedirs(target)
+  for name in ("train.tsv", "dev.tsv", "test.tsv"):
+    with open(shared_dir / "data" / "glue" / folder / name, encoding="utf-8") as f:
+      lines = [line for _, line in zip(range(rows + 1), f)]
+    with open(os.path.join(target, name), "w", encoding="utf-8") as f:
+      f.writelines(lines)
+  return target
+
+
+def _python(code):
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), check=False)
+  assert out.returncode == 0, out.stderr[-3000:]
+  return out.stdout
+
+
+@pytest.fixture(scope="module")
+def sentiment_run(tmp_path_factory):
+  """The CLI: train, eval, predict and export a tiny random-init model on sample_data/sentiment."""
+  tmp = tmp_path_factory.mktemp("sentiment")
+  config = _tiny_config(tmp / "bert_config.json", 2231)
+  output_dir, export_dir = tmp / "out", tmp / "export"
+  command = [sys.executable, os.path.join(REPO, "run_classifier.py"), "--task_name=SST-2",
+             f"--data_dir={SAMPLE}/sentiment", f"--vocab_file={SAMPLE}/vocab.txt",
+             f"--bert_config_file={config}", f"--output_dir={output_dir}",
+             f"--export_dir={export_dir}", "--do_train", "--do_eval", "--do_predict",
+             "--max_seq_length=32", "--train_batch_size=16", "--num_train_epochs=2",
+             "--learning_rate=1e-3", "--log_steps=10", "--seed=1", "--predict_batch_size=7"]
+  out = subprocess.run(command, capture_output=True, text=True, check=False,
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert out.returncode == 0, out.stderr[-3000:]
+  return dict(output_dir=str(output_dir), export_dir=str(export_dir), config=config,
+              log=out.stderr)
+
+
+def test_outputs_like_google(sentiment_run):
+  output_dir = sentiment_run["output_dir"]
+  for name in ("train.tf_record", "eval.tf_record", "predict.tf_record", "label_list.json",
+               "model.ckpt-75.index"):
+    assert os.path.exists(os.path.join(output_dir, name)), name
+  with open(os.path.join(output_dir, "eval_results.txt")) as f:
+    results = dict(line.rstrip("\n").split(" = ") for line in f)
+  assert sorted(results) == ["eval_accuracy", "eval_loss", "global_step"]
+  assert results["global_step"] == "75"  # int(600 / 16 * 2)
+  assert 0.5 < float(results["eval_accuracy"]) <= 1.0 and float(results["eval_loss"]) > 0
+  probabilities = np.loadtxt(os.path.join(output_dir, "test_results.tsv"), delimiter="\t")
+  assert probabilities.shape == (100, 2)  # 100 test examples; 5 padding outputs dropped
+  np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+  assert "examples_per_second" in sentiment_run["log"]
+  assert classification.load_label_list(output_dir) == (["0", "1"], False)
+
+
+def test_saved_model_cli_lists_the_signatures(sentiment_run):
+  out = subprocess.run([SAVED_MODEL_CLI, "show", "--all", "--dir", sentiment_run["export_dir"]],
+                       capture_output=True, text=True, check=True).stdout
+  for name in ("serving_default", "serve_text", "serve_text_pair"):
+    assert f"signature_def['{name}']" in out
+  for name in ("input_ids", "input_mask", "segment_ids", "text_a", "text_b", "probabilities",
+               "label"):
+    assert f"['{name}']" in out
+  assert sorted(os.listdir(os.path.join(sentiment_run["export_dir"], "assets"))) == [
+      "label_list.json", "vocab.txt"]
+
+
+def test_export_answers_raw_text_in_a_fresh_process(sentiment_run):
+  """Only tensorflow + tensorflow_text imported; both signatures match the Keras model."""
+  vocab = os.path.join(SAMPLE, "vocab.txt")
+  tokenizer = tokenization.FullTokenizer(vocab, do_lower_case=True)
+  examples = [classification.InputExample(str(i), t, None, "0") for i, t in enumerate(TEXTS)]
+  features = classification.convert_examples_to_features(examples, ["0", "1"], 32, tokenizer)
+  ids = {k: [getattr(f, k) for f in features] for k in ("input_ids", "input_mask", "segment_ids")}
+  code = f"""
+import json, sys
+import tensorflow as tf
+import tensorflow_text
+m = tf.saved_model.load({sentiment_run['export_dir']!r})
+text = m.signatures["serve_text"](text_a=tf.constant({TEXTS!r}))
+pair = m.signatures["serve_text_pair"](text_a=tf.constant({TEXTS!r}),
+                                      text_b=tf.constant([""] * {len(TEXTS)}))
+ids = {{k: tf.constant(v, tf.int32) for k, v in {ids!r}.items()}}
+by_ids = m.signatures["serving_default"](**ids)
+ours = [k for k in sys.modules if k.split(".")[0] in ("tf_keras", "modeling", "tokenization",
+                                                      "classification", "training")]
+print(json.dumps({{"text": text["probabilities"].numpy().tolist(),
+                  "pair": pair["probabilities"].numpy().tolist(),
+                  "ids": by_ids["probabilities"].numpy().tolist(),
+                  "labels": [l.decode() for l in text["label"].numpy()], "modules": ours}}))
+"""
+  got = json.loads(_python(code).strip().splitlines()[-1])
+  assert got["modules"] == []
+  config = modeling.BertConfig.from_json_file(sentiment_run["config"])
+  model = modeling.build_classifier(config, 2, seq_length=32)
+  checkpointing.restore_weights(model, sentiment_run["output_dir"])
+  logits = model({k: tf.constant(v, tf.int32) for k, v in ids.items()}, training=False)
+  expected = tf.nn.softmax(logits).numpy()
+  for key in ("text", "pair", "ids"):
+    np.testing.assert_allclose(got[key], expected, atol=1e-5, err_msg=key)
+  assert got["labels"] == [str(i) for i in expected.argmax(axis=1)]
+
+
+def test_rerun_resumes_and_evaluates_the_checkpoint(sentiment_run, tmp_path):
+  """Training again in the same output_dir has nothing to do; eval reads the checkpoint."""
+  options = run.ClassifierOptions(
+      task_name="sst-2", data_dir=os.path.join(SAMPLE, "sentiment"),
+      vocab_file=os.path.join(SAMPLE, "vocab.txt"), output_dir=sentiment_run["output_dir"],
+      bert_config_file=sentiment_run["config"], max_seq_length=32, do_train=True, do_eval=True,
+      train_batch_size=16, num_train_epochs=2)
+  with open(os.path.join(sentiment_run["output_dir"], "eval_results.txt")) as f:
+    before = f.read()
+  done = run.run_classifier(options)
+  assert done["train"] == {}
+  assert done["eval"]["global_step"] == 75
+  with open(os.path.join(sentiment_run["output_dir"], "eval_results.txt")) as f:
+    assert f.read() == before
+
+
+def _embeddings(output_dir, vocab_size):
+  """The word embeddings in the latest training checkpoint of output_dir."""
+  reader = tf.train.load_checkpoint(output_dir)
+  names = [n for n, s in reader.get_variable_to_shape_map().items()
+           if len(s) == 2 and s[0] == vocab_size and "OPTIMIZER_SLOT" not in n]
+  assert len(names) == 1, names
+  return reader.get_tensor(names[0])
+
+
+def test_warm_start_from_minilm_huggingface_dir(minilm_dir, shared_dir, tmp_path):
+  """No bert_config_file: the HF config.json is used; learning_rate 0 keeps MiniLM's weights."""
+  minilm_dir = str(minilm_dir)
+  data = _slice_glue(shared_dir, "SST-2", str(tmp_path / "data"), 24)
+  options = run.ClassifierOptions(
+      task_name="sst-2", data_dir=data, vocab_file=os.path.join(minilm_dir, "vocab.txt"),
+      output_dir=str(tmp_path / "out"), init_checkpoint=minilm_dir, max_seq_length=32,
+      do_train=True, do_eval=True, train_batch_size=8, num_train_epochs=1, learning_rate=0.0,
+      seed=1)
+  done = run.run_classifier(options)
+  assert done["eval"]["global_step"] == 3
+  assert set(done["eval"]) == {"eval_accuracy", "eval_loss", "global_step"}
+  from safetensors.numpy import load_file  # pylint: disable=import-outside-toplevel
+  weights = load_file(os.path.join(minilm_dir, "model.safetensors"))
+  expected = next(v for k, v in weights.items() if k.endswith("word_embeddings.weight"))
+  np.testing.assert_array_equal(_embeddings(str(tmp_path / "out"), 30522), expected)
+
+
+def test_warm_start_from_google_checkpoint_on_pairs(shared_dir, tmp_path):
+  tiny = shared_dir / "fixtures" / "google_bert_tiny"
+  data = _slice_glue(shared_dir, "MRPC", str(tmp_path / "data"), 16)
+  options = run.ClassifierOptions(
+      task_name="mrpc", data_dir=data, vocab_file=str(tiny / "vocab.txt"),
+      output_dir=str(tmp_path / "out"), init_checkpoint=str(tiny / "bert_model.ckpt"),
+      bert_config_file=str(tiny / "bert_config.json"), max_seq_length=48, do_train=True,
+      do_eval=True, train_batch_size=8, num_train_epochs=1, learning_rate=0.0, seed=1)
+  done = run.run_classifier(options)
+  assert set(done["eval"]) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step"}
+  expected = tf.train.load_checkpoint(str(tiny / "bert_model.ckpt")).get_tensor(
+      "bert/embeddings/word_embeddings")
+  np.testing.assert_array_equal(_embeddings(str(tmp_path / "out"), 30522), expected)
+
+
+def test_stsb_regression(shared_dir, tmp_path):
+  tiny = shared_dir / "fixtures" / "google_bert_tiny"
+  data = _slice_glue(shared_dir, "STS-B", str(tmp_path / "data"), 20)
+  options = run.ClassifierOptions(
+      task_name="sts-b", data_dir=data, vocab_file=str(tiny / "vocab.txt"),
+      output_dir=str(tmp_path / "out"), init_checkpoint=str(tiny / "bert_model.ckpt"),
+      max_seq_length=32, do_train=True, do_eval=True, do_predict=True, train_batch_size=8,
+      num_train_epochs=1, seed=1)
+  done = run.run_classifier(options)
+  assert set(done["eval"]) == {"eval_pearson", "eval_spearman", "eval_loss", "global_step"}
+  assert done["eval"]["global_step"] == 2
+  with open(tmp_path / "out" / "test_results.tsv") as f:
+    lines = f.read().splitlines()
+  assert len(lines) == 20 and all(len(line.split("\t")) == 1 for line in lines)
+  np.testing.assert_allclose([float(l) for l in lines], done["predict"], rtol=1e-6)
+  assert classification.load_label_list(str(tmp_path / "out")) == ([], True)
+
+
+def _options(tmp_path, **kwargs):
+  config = _tiny_config(tmp_path / "bert_config.json", 2231)
+  defaults = dict(task_name="sst-2", data_dir=os.path.join(SAMPLE, "sentiment"),
+                  vocab_file=os.path.join(SAMPLE, "vocab.txt"), output_dir=str(tmp_path / "out"),
+                  bert_config_file=config, do_train=True, max_seq_length=32)
+  defaults.update(kwargs)
+  return run.ClassifierOptions(**defaults)
+
+
+def test_unknown_task(tmp_path):
+  with pytest.raises(ValueError, match=r"unknown task_name 'glue-9'; known tasks: cola, "):
+    run.run_classifier(_options(tmp_path, task_name="glue-9"))
+
+
+def test_missing_data_file(tmp_path):
+  (tmp_path / "data").mkdir()
+  with pytest.raises(FileNotFoundError, match=r"data/train\.tsv"):
+    run.run_classifier(_options(tmp_path, data_dir=str(tmp_path / "data")))
+
+
+def test_vocab_size_mismatch(shared_dir, tmp_path):
+  tiny = shared_dir / "fixtures" / "google_bert_tiny"
+  with pytest.raises(ValueError, match=r"vocab\.txt has 2231 tokens but the model config .* "
+                                       r"has vocab_size 30522"):
+    run.run_classifier(_options(tmp_path, init_checkpoint=str(tiny / "bert_model.ckpt"),
+                                bert_config_file=str(tiny / "bert_config.json")))
+
+
+def test_nothing_to_do(tmp_path):
+  with pytest.raises(ValueError, match="at least one of do_train"):
+    run.run_classifier(_options(tmp_path, do_train=False))
+
+
+def test_eval_without_any_weights(tmp_path):
+  with pytest.raises(ValueError, match="no checkpoint in output_dir .* and no init_checkpoint"):
+    run.run_classifier(_options(tmp_path, do_train=False, do_eval=True))
