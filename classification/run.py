@@ -82,6 +82,8 @@ class ClassifierRun:
     self.options = o = options
     if not (o.do_train or o.do_eval or o.do_predict or o.export_dir):
       raise ValueError("at least one of do_train, do_eval, do_predict or export_dir must be set")
+    if o.init_checkpoint:
+      o.init_checkpoint = os.fspath(o.init_checkpoint)
     tokenization.validate_case_matches_checkpoint(o.do_lower_case, o.init_checkpoint)
     self.processor = registry.get_processor(o.task_name, **o.task_options)
     self.task = registry.canonical_task_name(o.task_name)
