@@ -18,7 +18,7 @@ flags.DEFINE_string("data_dir", None, "Directory with the task's train/dev/test 
 flags.DEFINE_string("bert_config_file", None,
                     "bert_config.json (or HF config.json). Default: the one stored with "
                     "init_checkpoint (e.g. an HF directory's config.json).")
-flags.DEFINE_string("task_name", None, "The task to train (cola, mrpc, sst-2, sts-b, ..., generic).")
+flags.DEFINE_string("task_name", None, "The task (cola, mrpc, sst-2, sts-b, ..., generic).")
 flags.DEFINE_string("vocab_file", None, "The vocabulary file the model was trained on.")
 flags.DEFINE_string("output_dir", None, "Where checkpoints, TFRecords and results are written.")
 flags.DEFINE_string("init_checkpoint", None, "Initial weights: Google TF1, HF directory or ours.")

@@ -93,9 +93,9 @@ def main():
     scheduler.step()
     optimizer.zero_grad()
     if (step + 1) % 50 == 0 or step + 1 == num_steps:
+      rate = (step + 1) * args.train_batch_size / (time.time() - start)
       print(f"step {step + 1}/{num_steps}: loss = {out.loss.item():.4f}, "
-            f"examples_per_second = {(step + 1) * args.train_batch_size / (time.time() - start):.1f}",
-            flush=True)
+            f"examples_per_second = {rate:.1f}", flush=True)
   train_seconds = time.time() - start
 
   model.eval()

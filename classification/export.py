@@ -22,7 +22,9 @@ import tensorflow as tf
 from classification import labels as labels_lib
 from tokenization.in_graph import InGraphTokenizer
 
-SIGNATURE_IDS, SIGNATURE_TEXT, SIGNATURE_TEXT_PAIR = "serving_default", "serve_text", "serve_text_pair"
+SIGNATURE_IDS = "serving_default"
+SIGNATURE_TEXT = "serve_text"
+SIGNATURE_TEXT_PAIR = "serve_text_pair"
 
 
 class ClassifierModule(tf.Module):

@@ -237,7 +237,7 @@ class ClassifierRun:
     return result
 
   def _trained_model(self):
-    """The model trained in this run, else the latest checkpoint in output_dir, else init_checkpoint."""
+    """The model trained in this run, else output_dir's latest checkpoint, else init_checkpoint."""
     if self.model is not None:
       return self.model
     o = self.options
@@ -307,7 +307,7 @@ class ClassifierRun:
                                      self.is_regression)
 
   def run(self):
-    """Runs the requested steps; returns {"train": ..., "eval": ..., "predict": ..., "export": ...}."""
+    """Runs the requested steps; returns their results keyed train/eval/predict/export."""
     o = self.options
     done = {}
     if o.do_train:
