@@ -230,7 +230,8 @@ class ClassifierRun:
         loss_fn=self.loss_fn,
         dataset_fn=self._dataset_fn(path, o.train_batch_size, is_training=True),
         metrics_fn=self._metrics_fn,
-        init_fn=self._warm_start)
+        init_fn=self._warm_start,
+        checkpoint_fn=modeling.new_checkpoint)
     result = trainer.train()
     self.model = trainer.model
     self.global_step = trainer.global_step
@@ -243,9 +244,10 @@ class ClassifierRun:
     o = self.options
     with self.strategy.scope():
       model = self.build_model()
-    if tf.train.latest_checkpoint(o.output_dir):
-      self.global_step = checkpointing.restore_weights(model, o.output_dir)
-      logging.info("Restored weights of global step %d from %s", self.global_step, o.output_dir)
+    latest = tf.train.latest_checkpoint(o.output_dir)
+    if latest:
+      logging.info("Evaluating %s", modeling.load_checkpoint(model, latest).summary())
+      self.global_step = checkpointing.checkpoint_step(latest)
     elif o.init_checkpoint:
       self._warm_start(model)
       self.global_step = 0

@@ -13,7 +13,6 @@ import classification
 from classification import run
 import modeling
 import tokenization
-from training import checkpointing
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(REPO, "sample_data")
@@ -126,7 +125,7 @@ print(json.dumps({{"text": text["probabilities"].numpy().tolist(),
   assert got["modules"] == []
   config = modeling.BertConfig.from_json_file(sentiment_run["config"])
   model = modeling.build_classifier(config, 2, seq_length=32)
-  checkpointing.restore_weights(model, sentiment_run["output_dir"])
+  modeling.load_checkpoint(model, sentiment_run["output_dir"])
   logits = model({k: tf.constant(v, tf.int32) for k, v in ids.items()}, training=False)
   expected = tf.nn.softmax(logits).numpy()
   for key in ("text", "pair", "ids"):
