@@ -25,7 +25,7 @@ step "2/4 run_pretraining: a tiny BERT (L=2, H=128) for 300 steps -> $OUT/pretra
   --bert_config_file=sample_data/bert_config.json \
   --max_seq_length=64 --max_predictions_per_seq=10 \
   --do_train=True --do_eval=True --train_batch_size=32 --eval_batch_size=32 \
-  --learning_rate=1e-3 --num_train_steps=300 --num_warmup_steps=30 \
+  --learning_rate=2e-4 --num_train_steps=300 --num_warmup_steps=30 \
   --save_checkpoints_steps=100 --iterations_per_loop=50 --log_steps=50 --max_eval_steps=20
 echo "--- $OUT/pretrain/eval_results.txt"; cat "$OUT/pretrain/eval_results.txt"
 
@@ -35,7 +35,7 @@ step "3/4 run_classifier: fine-tune on sample_data/sentiment, eval, predict, exp
   --vocab_file=sample_data/vocab.txt --do_lower_case=True \
   --bert_config_file=sample_data/bert_config.json --init_checkpoint="$OUT/pretrain" \
   --max_seq_length=64 --do_train=True --do_eval=True --do_predict=True \
-  --train_batch_size=32 --learning_rate=1e-4 --num_train_epochs=4 \
+  --train_batch_size=32 --learning_rate=5e-4 --num_train_epochs=5 \
   --output_dir="$OUT/classifier" --export_dir="$OUT/export" --seed=1
 echo "--- $OUT/classifier/eval_results.txt"; cat "$OUT/classifier/eval_results.txt"
 echo "--- first lines of $OUT/classifier/test_results.tsv"; head -3 "$OUT/classifier/test_results.tsv"

@@ -16,7 +16,7 @@ from classification.features import (InputFeatures, convert_examples_to_features
                                      convert_single_example, pad_to_batch_multiple)
 from classification.labels import LABEL_LIST_FILE, load_label_list, save_label_list
 from classification.metrics import compute_metrics
-from classification.outputs import write_eval_results, write_test_results
+from classification.outputs import write_test_results
 from classification.processors import DataFormatError, DataProcessor
 from classification.registry import TASK_NAMES, get_processor
 
@@ -24,5 +24,5 @@ __all__ = [
     "DataFormatError", "DataProcessor", "InputExample", "InputFeatures", "LABEL_LIST_FILE",
     "PaddingInputExample", "TASK_NAMES", "compute_metrics", "convert_examples_to_features",
     "convert_single_example", "get_processor", "load_label_list", "pad_to_batch_multiple",
-    "save_label_list", "write_eval_results", "write_test_results",
+    "save_label_list", "write_test_results",
 ]

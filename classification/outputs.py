@@ -1,4 +1,4 @@
-"""The files run_classifier writes: test_results.tsv and eval_results.txt (atomically)."""
+"""Google's test_results.tsv, written atomically (eval_results.txt: training.evaluation)."""
 
 import numpy as np
 
@@ -23,7 +23,3 @@ def write_test_results(path, predictions, num_actual_examples):
     raise ValueError(f"got {len(lines)} predictions for {num_actual_examples} test examples")
   atomic_write_text(path, "".join(lines))
 
-
-def write_eval_results(path, result):
-  """Google's eval_results.txt: `key = value` lines sorted by key."""
-  atomic_write_text(path, "".join(f"{k} = {result[k]}\n" for k in sorted(result)))

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from classification import compute_metrics, write_eval_results, write_test_results
+from classification import compute_metrics, write_test_results
+from training.evaluation import write_eval_results
 from classification.metrics import (accuracy, f1_binary, matthews_corrcoef, pearson,
                                     rank_average_ties, spearman)
 

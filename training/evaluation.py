@@ -1,6 +1,8 @@
 """Evaluation under a strategy, and Google's eval_results.txt."""
 
 from absl import logging
+import os
+
 import numpy as np
 import tensorflow as tf
 import tf_keras
@@ -70,6 +72,7 @@ def format_results(results):
 
 def write_eval_results(path, results):
   """Logs the results and writes them to `path` atomically."""
+  path = os.fspath(path)
   text = format_results(results)
   logging.info('***** Eval results *****')
   for line in text.splitlines():
