@@ -1,8 +1,8 @@
 """Evaluation under a strategy, and Google's eval_results.txt."""
 
-from absl import logging
 import os
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 import tf_keras
