@@ -47,8 +47,8 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops the text signature uses)
 model = tf.saved_model.load(sys.argv[1])
 serve = model.signatures["serve_text"]
-texts = ["The soup was wonderful and the staff were friendly.",
-         "It broke after a week and the manual was useless."]
+texts = ["The staff were friendly and the food was excellent.",
+         "The waiter was rude and the soup was cold."]
 out = serve(text_a=tf.constant(texts))
 for text, probs, label in zip(texts, out["probabilities"].numpy(), out["label"].numpy()):
   print(f"{label.decode():>3}  {probs.round(3)}  {text}")

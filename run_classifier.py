@@ -9,8 +9,7 @@ from absl import app
 from absl import flags
 
 from classification import run
-from training import precision
-from training import strategy
+from training import flags as training_flags
 
 FLAGS = flags.FLAGS
 
@@ -36,19 +35,7 @@ flags.DEFINE_float("warmup_proportion", 0.1,
                    "Proportion of training to perform linear learning rate warmup for.")
 flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
 flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per call of the compiled train loop.")
-flags.DEFINE_integer("log_steps", 100, "Steps between progress lines (examples/s, loss).")
-flags.DEFINE_bool("use_tpu", False, "Same as --distribution_strategy=tpu.")
-flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use.")
-flags.DEFINE_string("tpu_zone", None, "GCE zone of the Cloud TPU.")
-flags.DEFINE_string("gcp_project", None, "GCP project of the Cloud TPU.")
-flags.DEFINE_string("master", None, "Ignored (TPUClusterResolver finds the master).")
-flags.DEFINE_integer("num_tpu_cores", 8, "Ignored (the TPU strategy uses every core).")
-flags.DEFINE_enum("distribution_strategy", "one_device", strategy.STRATEGIES,
-                  "tf.distribute strategy.")
-flags.DEFINE_integer("num_gpus", None, "GPUs for the mirrored strategy (default: all).")
-flags.DEFINE_enum("dtype", "float32", precision.DTYPES, "Compute precision.")
-flags.DEFINE_bool("use_xla", False, "Compile the training step with XLA.")
-flags.DEFINE_integer("seed", None, "Random seed (initialization, dropout, shuffling).")
+training_flags.define_runtime_flags()
 flags.DEFINE_string("export_dir", None, "Write a SavedModel here after training.")
 # The generic task's options (see the README).
 flags.DEFINE_string("text_a_column", None, "generic: column (name or index) of the text.")
@@ -92,7 +79,7 @@ def main(_):
       save_checkpoints_steps=FLAGS.save_checkpoints_steps,
       iterations_per_loop=FLAGS.iterations_per_loop, log_steps=FLAGS.log_steps,
       distribution_strategy="tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy,
-      num_gpus=FLAGS.num_gpus, tpu_name=FLAGS.tpu_name, tpu_zone=FLAGS.tpu_zone,
+      num_gpus=FLAGS.num_gpus, tpu_name=FLAGS.tpu_name or FLAGS.master, tpu_zone=FLAGS.tpu_zone,
       gcp_project=FLAGS.gcp_project, dtype=FLAGS.dtype, use_xla=FLAGS.use_xla, seed=FLAGS.seed,
       export_dir=FLAGS.export_dir, task_options=task_options())
   run.run_classifier(options)

@@ -11,6 +11,7 @@ from absl import app, flags
 
 import modeling
 import pretraining
+from training import flags as training_flags
 from training import loop
 
 flags.DEFINE_string("bert_config_file", None,
@@ -36,28 +37,12 @@ flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
 flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
 flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per compiled training loop.")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
-flags.DEFINE_bool("use_tpu", False, "Whether to use TPU (the tpu strategy).")
-flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use for training.")
-flags.DEFINE_string("tpu_zone", None, "GCE zone where the Cloud TPU is located in.")
-flags.DEFINE_string("gcp_project", None, "Project name for the Cloud TPU-enabled project.")
-flags.DEFINE_string("master", None, "TPU address (used when tpu_name is not set).")
-flags.DEFINE_integer("num_tpu_cores", 8, "Only used if `use_tpu` is True; the TPU's cores "
-                     "are taken from the TPU system itself.")
-flags.DEFINE_enum("distribution_strategy", "one_device",
-                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                  "tf.distribute strategy (multi_worker_mirrored reads TF_CONFIG).")
-flags.DEFINE_integer("num_gpus", None, "GPUs for the mirrored strategy (default: all).")
-flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_float16", "mixed_bfloat16"],
-                  "Compute precision (mixed_float16 uses dynamic loss scaling).")
-flags.DEFINE_bool("use_xla", False, "Compile the forward and backward pass with XLA.")
+training_flags.define_runtime_flags()
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
                   "adamw = Google's AdamWeightDecay; lamb = LAMB.")
 flags.DEFINE_integer("gradient_accumulation_steps", 1,
                      "Batches of train_batch_size summed into one optimizer step.")
-flags.DEFINE_integer("log_steps", 100, "Steps between progress lines and summaries.")
 flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept in output_dir.")
-flags.DEFINE_integer("seed", None, "Random seed (weights, dropout, data order); "
-                     "default: not seeded.")
 
 FLAGS = flags.FLAGS
 
