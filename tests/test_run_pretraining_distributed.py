@@ -10,11 +10,8 @@ import glob
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import time
 
 from absl import app, flags
 import numpy as np
@@ -24,6 +21,7 @@ import tf_keras
 import modeling
 import pretraining
 import run_pretraining
+from tests.processes import free_port, sigkill_after_first_checkpoint
 from tests import test_run_pretraining as single
 from training import loop
 from training import strategy as strategy_lib
@@ -81,16 +79,7 @@ def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(tmp_path):
   assert "none*.tfrecord' matches no file" in missing.stderr
   process = subprocess.Popen(command(values), cwd=REPO, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-  try:
-    deadline = time.time() + TIMEOUT
-    while not (output_dir / "checkpoint").exists():
-      assert process.poll() is None, "the run ended before its first save"
-      assert time.time() < deadline, "no checkpoint in time"
-      time.sleep(0.01)
-    process.send_signal(signal.SIGKILL)
-  finally:
-    process.kill()
-    process.wait()
+  sigkill_after_first_checkpoint(process, output_dir, TIMEOUT)
   assert not (output_dir / f"model.ckpt-{steps}.index").exists(), "the run was not killed"
   resumed = subprocess.run(command(values), cwd=REPO, capture_output=True, text=True,
                            timeout=TIMEOUT, check=False)
@@ -141,11 +130,6 @@ def test_mirrored_over_two_cpus_matches_one_device(tmp_path):
   # The same 16 examples a step (2 x 8 vs 16): only float32 sums in another order.
   np.testing.assert_allclose([mirrored[s] for s in one], list(one.values()), rtol=1e-5)
 
-
-def free_port():
-  with socket.socket() as s:
-    s.bind(("localhost", 0))
-    return s.getsockname()[1]
 
 
 def test_two_workers_train_the_same_weights_and_only_the_chief_writes(tmp_path):

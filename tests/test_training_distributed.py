@@ -9,13 +9,11 @@ import glob
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
+from tests.processes import free_port, sigkill_after_first_checkpoint
 from tests import test_training_loop as toy
 from training import strategy as strategy_lib
 
@@ -62,16 +60,7 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
   process = subprocess.Popen(
       job_command(output_dir, tmp_path / 'killed.json', **flags), cwd=REPO,
       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  try:
-    deadline = time.time() + TIMEOUT
-    while not (output_dir / 'checkpoint').exists():
-      assert process.poll() is None, 'the run ended before its first save'
-      assert time.time() < deadline, 'no checkpoint in time'
-      time.sleep(0.01)
-    process.send_signal(signal.SIGKILL)
-  finally:
-    process.kill()
-    process.wait()
+  sigkill_after_first_checkpoint(process, output_dir, TIMEOUT)
   assert not (tmp_path / 'killed.json').exists(), 'the run was not killed'
   result, log = run_job(output_dir, tmp_path / 'resumed.json', **flags)
   restored = re.search(r'Restored checkpoint \S+model.ckpt-(\d+) at step (\d+)',
@@ -106,11 +95,6 @@ def test_mirrored_over_two_cpus_matches_one_device(tmp_path, monkeypatch):
                              result['direct_predictions'], rtol=1e-5,
                              atol=1e-6)
 
-
-def free_port():
-  with socket.socket() as s:
-    s.bind(('localhost', 0))
-    return s.getsockname()[1]
 
 
 def test_two_workers_train_the_same_weights_and_only_the_chief_writes(
