@@ -24,3 +24,19 @@ def sigkill_after_first_checkpoint(process, output_dir, timeout):
   finally:
     process.kill()
     process.wait()
+
+
+def wait_for_success(processes, timeout):
+  """Waits for every process (stderr piped as text); asserts each exited 0; returns the logs.
+
+  Processes still running at the timeout, or after a failure, are killed.
+  """
+  try:
+    logs = [p.communicate(timeout=timeout)[1] for p in processes]
+  finally:
+    for p in processes:
+      p.kill()
+      p.wait()
+  for p, log in zip(processes, logs):
+    assert p.returncode == 0, log[-5000:]
+  return logs

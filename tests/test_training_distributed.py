@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import numpy as np
-from tests.processes import free_port, sigkill_after_first_checkpoint
+from tests.processes import free_port, sigkill_after_first_checkpoint, wait_for_success
 from tests import test_training_loop as toy
 from training import strategy as strategy_lib
 
@@ -114,14 +114,7 @@ def test_two_workers_train_the_same_weights_and_only_the_chief_writes(
                     log_steps=5, save_checkpoints_steps=10),
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True))
-  try:
-    logs = [p.communicate(timeout=TIMEOUT)[1] for p in processes]
-  finally:
-    for p in processes:
-      p.kill()
-      p.wait()
-  for p, log in zip(processes, logs):
-    assert p.returncode == 0, log[-5000:]
+  wait_for_success(processes, TIMEOUT)
   chief, worker = (json.load(open(tmp_path / f'worker{i}.json'))
                    for i in range(2))
   assert chief['is_chief'] and not worker['is_chief']
