@@ -224,12 +224,14 @@ class _Runner:
     while pending:
       yield _wait(pending.popleft())
 
-  def close(self, ok):
+  def close(self):
+    """Lets the tasks in flight (at most 2 * workers) finish, then stops the workers.
+
+    Also on errors and Ctrl-C: `Pool.terminate()` can deadlock when it cuts off the
+    hand-off of a task larger than a pipe buffer (a tokenize task is ~1 MB of text).
+    """
     if self._pool is not None:
-      if ok:
-        self._pool.close()
-      else:
-        self._pool.terminate()
+      self._pool.close()
       self._pool.join()
 
 
@@ -323,7 +325,6 @@ def run(config, progress_stream=sys.stderr):
   start = time.monotonic()
   runner = _Runner(config, worker)
   tmp = tempfile.mkdtemp(prefix="pretraining_data-")
-  ok = False
   try:
     with writer.ShardedRecordWriter(output_files, config.overwrite) as out:
       chunker = documents.Chunker(
@@ -368,9 +369,8 @@ def run(config, progress_stream=sys.stderr):
             f"no instances: the input ({', '.join(input_files)}) holds no non-empty document")
       progress.update(total_bytes, read_stats.documents, out.count, force=True)
       written = out.count
-    ok = True
   finally:
-    runner.close(ok)
+    runner.close()
     shutil.rmtree(tmp, ignore_errors=True)
   return Summary(input_files, output_files, written, read_stats, empty_docs, chunks,
                  time.monotonic() - start, stats, max_held)
