@@ -102,9 +102,10 @@ def masked_lm_loss(logits, label_ids, label_weights):
   Args: logits float [B, P, V], label_ids int [B, P], label_weights float [B, P].
   Returns (loss scalar, per-slot loss [B, P]).
   """
-  log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-  label_ids = tf.cast(label_ids, tf.int32)
-  per_slot = -tf.gather(log_probs, label_ids, batch_dims=2)  # [B, P]
+  # The fused op computes -log softmax at the label (Google's one-hot sum) and
+  # its gradient in one pass over the [B, P, V] logits.
+  per_slot = tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=tf.cast(label_ids, tf.int32), logits=tf.cast(logits, tf.float32))  # [B, P]
   weights = tf.cast(label_weights, tf.float32)
   loss = tf.reduce_sum(weights * per_slot) / (tf.reduce_sum(weights) + 1e-5)
   return loss, per_slot
@@ -115,9 +116,9 @@ def next_sentence_loss(logits, labels):
 
   Returns (loss scalar, per-example loss [B]).
   """
-  log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
   labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
-  per_example = -tf.gather(log_probs, labels, batch_dims=1)  # [B]
+  per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=labels, logits=tf.cast(logits, tf.float32))  # [B]
   return tf.reduce_mean(per_example), per_example
 
 
