@@ -15,7 +15,8 @@ def encoder_inputs(seq_length=None):
           for name in INPUT_NAMES}
 
 
-def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, name="bert"):
+def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, name="bert",
+                  selected_outputs=False):
   """Builds the encoder of Google's `modeling.BertModel`.
 
   Args:
@@ -27,6 +28,11 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
     dtype: a Keras dtype policy or its name (e.g. "mixed_bfloat16"); None uses
       the global policy. LayerNorm and softmax always compute in float32.
     name: the model's name.
+    selected_outputs: add a fourth input, `output_positions` (int32
+      [batch, q]), and compute the last layer only at the first token (for the
+      pooler) and those positions; `sequence_output` is then [batch, q, hidden],
+      the outputs at output_positions. Pre-training needs only the ~15% masked
+      positions, so this skips most of the last layer's work.
 
   Returns:
     A `keras.Model` taking a dict of `input_ids`, `input_mask`, `segment_ids`
@@ -35,8 +41,19 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
     the first token), plus the extra outputs above. Its layers are named
     `embeddings`, `layer_0`..`layer_{L-1}` and `pooler`.
   """
+  if selected_outputs and return_all_layers:
+    raise ValueError("selected_outputs computes the last layer at a few positions only; "
+                     "it cannot return all layers")
   init = config.initializer_range
   inputs = encoder_inputs(seq_length)
+  last_positions = None
+  if selected_outputs:
+    inputs["output_positions"] = keras.Input(shape=(None,), dtype=tf.int32,
+                                             name="output_positions")
+    # The first token, for the pooler, then the requested positions: [B, 1 + q].
+    last_positions = keras.layers.Lambda(
+        lambda p: tf.concat([tf.zeros_like(p[:, :1]), p], axis=1),
+        name="first_and_output_positions")(inputs["output_positions"])
   embeddings = BertEmbeddings(
       config.vocab_size, config.hidden_size, config.max_position_embeddings,
       config.type_vocab_size, config.hidden_dropout_prob, init, name="embeddings", dtype=dtype)
@@ -44,16 +61,22 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
   embedding_output = x
   layer_outputs = []
   for i in range(config.num_hidden_layers):
+    layer_inputs = (x, inputs["input_mask"])
+    if last_positions is not None and i == config.num_hidden_layers - 1:
+      layer_inputs += (last_positions,)
     x = TransformerLayer(
         config.num_attention_heads, config.head_size, config.intermediate_size,
         config.hidden_act, config.hidden_dropout_prob, config.attention_probs_dropout_prob,
-        init, name=f"layer_{i}", dtype=dtype)((x, inputs["input_mask"]))
+        init, name=f"layer_{i}", dtype=dtype)(layer_inputs)
     layer_outputs.append(x)
   first_token = keras.layers.Lambda(lambda t: t[:, 0, :], name="first_token",
                                     dtype=dtype)(x)  # [B, H]
   pooled = keras.layers.Dense(config.hidden_size, activation="tanh",
                               kernel_initializer=truncated_normal(init), name="pooler",
                               dtype=dtype)(first_token)
+  if last_positions is not None:
+    x = keras.layers.Lambda(lambda t: t[:, 1:, :], name="output_positions_output",
+                            dtype=dtype)(x)  # [B, q, H]
   outputs = {"sequence_output": x, "pooled_output": pooled}
   if return_all_layers:
     outputs["embedding_output"] = embedding_output

@@ -4,15 +4,15 @@ import tensorflow as tf
 import tf_keras as keras
 
 from modeling import activations
-from modeling.encoder import build_encoder, encoder_inputs
+from modeling.encoder import INPUT_NAMES, build_encoder, encoder_inputs
 from modeling.layers import build_sublayer, layer_norm, truncated_normal
 
 
 class MaskedLMHead(keras.layers.Layer):
   """Google's `cls/predictions`: transform (dense + act + LayerNorm), tied decoder, bias.
 
-  Call with `(sequence_output [B, S, H], masked_lm_positions int [B, P])`;
-  returns float32 logits [B, P, vocab]. The decoder is the word-embedding table
+  Call with the encoder's output at the masked positions [B, P, H]; returns
+  float32 logits [B, P, vocab]. The decoder is the word-embedding table
   [vocab, H] of the encoder, shared, not copied.
   """
 
@@ -32,9 +32,7 @@ class MaskedLMHead(keras.layers.Layer):
     self.output_bias = self.add_weight("output_bias", shape=[vocab_size], initializer="zeros")
     super().build(input_shape)
 
-  def call(self, inputs):
-    sequence_output, positions = inputs
-    x = tf.gather(sequence_output, positions, batch_dims=1)  # [B, P, H]
+  def call(self, x):
     x = tf.cast(self.transform_layer_norm(self.transform_dense(x)), self.compute_dtype)
     logits = tf.matmul(x, tf.cast(self.embedding_table, self.compute_dtype), transpose_b=True)
     return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
@@ -71,28 +69,42 @@ class OutputProjection(keras.layers.Layer):
 
 
 def build_pretraining_model(config, encoder=None, seq_length=None, max_predictions_per_seq=None,
-                            return_all_layers=False, dtype=None):
+                            return_all_layers=False, dtype=None, masked_positions_only=False):
   """The encoder plus Google's two pre-training heads, as one functional model.
 
   Inputs: `input_ids`, `input_mask`, `segment_ids` (int32 [B, S]) and
   `masked_lm_positions` (int32 [B, P]). Outputs: the encoder's outputs plus
   `masked_lm_logits` [B, P, vocab] and `next_sentence_logits` [B, 2] (float32).
   Layers: `bert` (the encoder), `cls_predictions`, `cls_seq_relationship`.
+
+  masked_positions_only: build the encoder with `selected_outputs`, so its
+  last layer runs only at [CLS] and the masked positions (same losses, less
+  work; for training). `sequence_output` is then [B, P, H] at the masked
+  positions. Ignored when `encoder` is given: then it decides.
   """
   if encoder is None:
     encoder = build_encoder(config, seq_length=seq_length, return_all_layers=return_all_layers,
-                            dtype=dtype)
+                            dtype=dtype, selected_outputs=masked_positions_only)
   inputs = encoder_inputs(seq_length)
-  inputs["masked_lm_positions"] = keras.Input(shape=(max_predictions_per_seq,), dtype=tf.int32,
-                                              name="masked_lm_positions")
-  outputs = dict(encoder({k: inputs[k] for k in encoder.input_names}))
+  positions = keras.Input(shape=(max_predictions_per_seq,), dtype=tf.int32,
+                          name="masked_lm_positions")
+  encoder_feed = {name: inputs[name] for name in INPUT_NAMES}
+  selected = "output_positions" in encoder.input_names
+  if selected:
+    encoder_feed["output_positions"] = positions
+  outputs = dict(encoder(encoder_feed))
+  masked = outputs["sequence_output"]
+  if not selected:
+    masked = keras.layers.Lambda(lambda a: tf.gather(a[0], a[1], batch_dims=1),
+                                 name="gather_masked", dtype=dtype)((masked, positions))  # [B, P, H]
   table = encoder.get_layer("embeddings").word_embeddings
   outputs["masked_lm_logits"] = MaskedLMHead(
       table, config.hidden_act, config.initializer_range, name="cls_predictions",
-      dtype=dtype)((outputs["sequence_output"], inputs["masked_lm_positions"]))
+      dtype=dtype)(masked)
   outputs["next_sentence_logits"] = OutputProjection(
       2, config.initializer_range, name="cls_seq_relationship",
       dtype=dtype)(outputs["pooled_output"])
+  inputs["masked_lm_positions"] = positions
   return keras.Model(inputs=inputs, outputs=outputs, name="bert_pretraining")
 
 

@@ -18,7 +18,8 @@ import modeling
 def model_fn(bert_config, max_seq_length, max_predictions_per_seq):
   """() -> the pre-training model (encoder + masked-LM and next-sentence heads)."""
   return lambda: modeling.build_pretraining_model(
-      bert_config, seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq)
+      bert_config, seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+      masked_positions_only=True)
 
 
 def loss_fn(features, outputs):

@@ -17,6 +17,9 @@ class SelfAttention(keras.layers.Layer):
   Call with `(x, input_mask)`: x [batch, seq, hidden], input_mask int [batch, seq]
   (1 = real token). Returns the projected context [batch, seq, hidden], before
   the residual and LayerNorm. The softmax runs in float32.
+
+  Call with `(x, input_mask, queries)`, queries [batch, q, hidden] (rows of x),
+  to attend from those rows only: returns [batch, q, hidden].
   """
 
   def __init__(self, num_heads, head_size, dropout_rate, initializer_range, **kwargs):
@@ -47,8 +50,8 @@ class SelfAttention(keras.layers.Layer):
     return tf.reshape(x, [batch, seq, self.num_heads, self.head_size])  # [B, S, N, D]
 
   def call(self, inputs, training=None):
-    x, input_mask = inputs
-    q = self._split_heads(self.query(x))
+    x, input_mask, queries = inputs if len(inputs) == 3 else (*inputs, inputs[0])
+    q = self._split_heads(self.query(queries))
     k = self._split_heads(self.key(x))
     v = self._split_heads(self.value(x))
     scores = tf.einsum("bfnd,btnd->bnft", q, k)  # [B, N, from, to]
@@ -58,7 +61,7 @@ class SelfAttention(keras.layers.Layer):
     probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
     probs = self.dropout(probs, training=training)
     context = tf.einsum("bnft,btnd->bfnd", probs, v)  # [B, from, N, D]
-    batch, seq = tf.shape(x)[0], tf.shape(x)[1]
+    batch, seq = tf.shape(queries)[0], tf.shape(queries)[1]
     context = tf.reshape(context, [batch, seq, self.num_heads * self.head_size])
     return self.output_dense(context)
 

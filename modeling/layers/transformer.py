@@ -12,6 +12,8 @@ class TransformerLayer(keras.layers.Layer):
   """Self-attention, residual + LayerNorm, feed-forward, residual + LayerNorm.
 
   Call with `(x, input_mask)`; returns [batch, seq, hidden] in the compute dtype.
+  Call with `(x, input_mask, positions)`, positions int [batch, q], to compute
+  the output at those positions only (attending over all of x): [batch, q, hidden].
   """
 
   def __init__(self, num_heads, head_size, intermediate_size, hidden_act, hidden_dropout_rate,
@@ -49,10 +51,14 @@ class TransformerLayer(keras.layers.Layer):
     super().build(input_shape)
 
   def call(self, inputs, training=None):
-    x, input_mask = inputs
-    attention = self.attention((x, input_mask), training=training)
+    if len(inputs) == 3:
+      x, input_mask, positions = inputs
+      queries = tf.gather(x, positions, batch_dims=1)  # [B, q, H]
+    else:
+      (x, input_mask), queries = inputs, inputs[0]
+    attention = self.attention((x, input_mask, queries), training=training)
     attention = self.attention_dropout(attention, training=training)
-    attention = tf.cast(self.attention_layer_norm(attention + x), self.compute_dtype)
+    attention = tf.cast(self.attention_layer_norm(attention + queries), self.compute_dtype)
     out = self.output_dense(self.intermediate(attention))
     out = self.output_dropout(out, training=training)
     return tf.cast(self.output_layer_norm(out + attention), self.compute_dtype)
