@@ -99,9 +99,9 @@ def test_xla_matches_no_xla(exact_job, monkeypatch):
   # XLA fuses and reorders float32 arithmetic in the gradients of 18 Adam steps.
   assert got["eval_loss"] == pytest.approx(want["eval_loss"], rel=1e-4)
   assert got["eval_accuracy"] == want["eval_accuracy"]
+  weights = _trained_weights(values["output_dir"])
   for key, value in exact_job["weights"].items():
-    np.testing.assert_allclose(_trained_weights(values["output_dir"])[key], value, rtol=1e-3,
-                               atol=1e-5, err_msg=key)
+    np.testing.assert_allclose(weights[key], value, rtol=1e-3, atol=1e-5, err_msg=key)
 
 
 def test_mixed_bfloat16_trains_and_exports_float32(tmp_path):
@@ -125,3 +125,142 @@ def test_mixed_bfloat16_trains_and_exports_float32(tmp_path):
   np.testing.assert_allclose(probabilities, done["predict"], atol=1e-6)
   assert [l.decode() for l in served["label"].numpy()] == [
       str(i) for i in probabilities.argmax(axis=1)]
+
+
+GENERIC_LABELS = ["neg", "neutral", "pos"]  # sorted as discovered from train.csv
+
+
+def _write_csv(path, header, rows):
+  with open(path, "w", encoding="utf-8", newline="") as f:
+    csv.writer(f).writerows([header, *rows])
+
+
+def _generic_data(data_dir):
+  """train/dev/test.csv: label first, then the review, then a source; fields with commas
+  and quotes are quoted. Returns the test reviews."""
+  os.makedirs(data_dir)
+  with open(os.path.join(SAMPLE, "sentiment", "train.tsv"), encoding="utf-8") as f:
+    labelled = [line.rstrip("\n").split("\t") for line in f][1:65]
+  rows = []
+  for i, (text, label) in enumerate(labelled):
+    if i % 5 == 0:
+      text = f'"{text}", she said, "really."'
+    label = "neutral" if i % 4 == 3 else ("pos" if label == "1" else "neg")
+    rows.append([label, text, "web, mobile" if i % 2 else "store"])
+  assert sum("," in r[1] for r in rows) > 10 and sum('"' in r[1] for r in rows) > 10
+  _write_csv(os.path.join(data_dir, "train.csv"), ["label", "review", "source"], rows[:48])
+  _write_csv(os.path.join(data_dir, "dev.csv"), ["label", "review", "source"], rows[48:])
+  with open(os.path.join(SAMPLE, "sentiment", "test.tsv"), encoding="utf-8") as f:
+    tests = [line.rstrip("\n").split("\t")[1] for line in f][1:12]
+  tests[0] = f'"{tests[0]}", he wrote, "truly."'
+  _write_csv(os.path.join(data_dir, "test.csv"), ["id", "review", "source"],
+             [[str(i), text, "web, mobile"] for i, text in enumerate(tests)])
+  return tests
+
+
+@pytest.fixture(scope="module")
+def generic_run(tmp_path_factory):
+  """The CLI on our own CSV files: train, eval, predict and export."""
+  tmp = tmp_path_factory.mktemp("generic")
+  tests = _generic_data(str(tmp / "data"))
+  output_dir, export_dir = tmp / "out", tmp / "export"
+  command = [sys.executable, os.path.join(REPO, "run_classifier.py"), "--task_name=generic",
+             "--text_a_column=review", "--label_column=label", f"--data_dir={tmp / 'data'}",
+             f"--vocab_file={SAMPLE}/vocab.txt",
+             f"--bert_config_file={_tiny_config(tmp / 'bert_config.json', 2231)}",
+             f"--output_dir={output_dir}", f"--export_dir={export_dir}", "--do_train",
+             "--do_eval", "--do_predict", "--max_seq_length=32", "--train_batch_size=8",
+             "--num_train_epochs=1", "--learning_rate=1e-3", "--predict_batch_size=4",
+             "--seed=1"]
+  out = subprocess.run(command, capture_output=True, text=True, check=False,
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert out.returncode == 0, out.stderr[-3000:]
+  return dict(output_dir=str(output_dir), export_dir=str(export_dir), tests=tests)
+
+
+def test_generic_csv_outputs(generic_run):
+  output_dir = generic_run["output_dir"]
+  with open(os.path.join(output_dir, "label_list.json"), encoding="utf-8") as f:
+    assert json.load(f) == {"labels": GENERIC_LABELS, "is_regression": False}
+  with open(os.path.join(output_dir, "eval_results.txt")) as f:
+    results = dict(line.rstrip("\n").split(" = ") for line in f)
+  assert sorted(results) == ["eval_accuracy", "eval_loss", "global_step"]
+  assert results["global_step"] == "6"  # int(48 / 8 * 1)
+  # 16 dev examples: accuracy is a multiple of 1/16.
+  assert float(results["eval_accuracy"]) * 16 == pytest.approx(
+      round(float(results["eval_accuracy"]) * 16), abs=1e-5)
+  assert math.isfinite(float(results["eval_loss"])) and float(results["eval_loss"]) > 0
+  with open(os.path.join(output_dir, "test_results.tsv")) as f:
+    lines = f.read().splitlines()
+  # 11 test rows (one padding example of the last batch of 4 dropped), 3 probabilities each.
+  assert len(lines) == 11 and all(len(line.split("\t")) == 3 for line in lines)
+  probabilities = np.array([[float(v) for v in line.split("\t")] for line in lines])
+  np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_generic_export_serves_label_names_in_a_fresh_process(generic_run):
+  code = f"""
+import json
+import tensorflow as tf
+import tensorflow_text
+m = tf.saved_model.load({generic_run['export_dir']!r})
+out = m.signatures["serve_text"](text_a=tf.constant({generic_run['tests']!r}))
+print(json.dumps({{"probabilities": out["probabilities"].numpy().tolist(),
+                  "labels": [l.decode() for l in out["label"].numpy()]}}))
+"""
+  got = json.loads(_python(code).strip().splitlines()[-1])
+  expected = np.loadtxt(os.path.join(generic_run["output_dir"], "test_results.tsv"),
+                        delimiter="\t")
+  np.testing.assert_allclose(got["probabilities"], expected, atol=1e-5)
+  assert got["labels"] == [GENERIC_LABELS[i] for i in expected.argmax(axis=1)]
+
+
+def test_generic_csv_row_with_a_wrong_field_count(tmp_path):
+  data = tmp_path / "data"
+  _generic_data(str(data))
+  with open(data / "train.csv", "a", encoding="utf-8") as f:
+    f.write("pos,Good, but unquoted,store\n")  # line 50: 4 fields under a 3-column header
+  task = dict(text_a_column="review", label_column="label")
+  with pytest.raises(classification.DataFormatError,
+                     match=r"data/train\.csv, line 50: 4 columns, expected 3"):
+    run.run_classifier(_options(tmp_path, task_name="generic", data_dir=str(data),
+                                task_options=task))
+
+
+def test_regression_export_returns_scores(shared_dir, tmp_path):
+  """STS-B: each signature returns only `score`, one float per example, equal to predict's."""
+  tiny = shared_dir / "fixtures" / "google_bert_tiny"
+  data = _slice_glue(shared_dir, "STS-B", str(tmp_path / "data"), 20)
+  options = run.ClassifierOptions(
+      task_name="sts-b", data_dir=data, vocab_file=str(tiny / "vocab.txt"),
+      output_dir=str(tmp_path / "out"), init_checkpoint=str(tiny / "bert_model.ckpt"),
+      max_seq_length=32, do_train=True, do_predict=True, train_batch_size=8,
+      num_train_epochs=1, seed=1, export_dir=str(tmp_path / "export"))
+  done = run.run_classifier(options)
+  examples = classification.get_processor("sts-b").get_test_examples(data)
+  pairs = [[e.text_a for e in examples], [e.text_b for e in examples]]
+  code = f"""
+import json
+import tensorflow as tf
+import tensorflow_text
+m = tf.saved_model.load({options.export_dir!r})
+pair = m.signatures["serve_text_pair"](text_a=tf.constant({pairs[0]!r}),
+                                      text_b=tf.constant({pairs[1]!r}))
+single = m.signatures["serve_text"](text_a=tf.constant({pairs[0]!r}))
+print(json.dumps({{
+    "keys": {{name: sorted(m.signatures[name].structured_outputs) for name in m.signatures}},
+    "dtype": pair["score"].dtype.name, "shape": pair["score"].shape.as_list(),
+    "pair": pair["score"].numpy().tolist(), "single": single["score"].numpy().tolist()}}))
+"""
+  got = json.loads(_python(code).strip().splitlines()[-1])
+  assert got["keys"] == {"serving_default": ["score"], "serve_text": ["score"],
+                         "serve_text_pair": ["score"]}
+  assert got["dtype"] == "float32" and got["shape"] == [20]
+  with open(tmp_path / "out" / "test_results.tsv") as f:
+    written = [float(line) for line in f]
+  np.testing.assert_allclose(got["pair"], written, atol=1e-5)
+  np.testing.assert_allclose(got["pair"], done["predict"], atol=1e-5)
+  # text_b matters: a single-segment input scores differently.
+  assert np.abs(np.subtract(got["single"], got["pair"])).max() > 1e-3
+  with open(tmp_path / "export" / "assets" / "label_list.json", encoding="utf-8") as f:
+    assert json.load(f) == {"labels": [], "is_regression": True}
