@@ -6,6 +6,7 @@ every dropout off, so they draw no random numbers: they differ only in float32 s
 """
 
 import csv
+import dataclasses
 import functools
 import json
 import math
@@ -137,6 +138,10 @@ def test_mixed_bfloat16_trains_and_exports_float32(tmp_path):
   np.testing.assert_allclose(probabilities, done["predict"], atol=1e-6)
   assert [l.decode() for l in served["label"].numpy()] == [
       str(i) for i in probabilities.argmax(axis=1)]
+  # An eval-only run with the same flags evaluates the checkpoint in the same precision.
+  again = run.run_classifier(dataclasses.replace(options, do_train=False, do_predict=False,
+                                                 export_dir=None))
+  assert again["eval"] == done["eval"]
 
 
 GENERIC_LABELS = ["neg", "neutral", "pos"]  # sorted as discovered from train.csv
