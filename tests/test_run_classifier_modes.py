@@ -2,7 +2,8 @@
 through the CLI; the regression export.
 
 Runs that must agree start from one saved classifier checkpoint (head included) with
-every dropout off, so they draw no random numbers: they differ only in float32 sums.
+every dropout off (the config's and the head's fixed one), so they draw no random numbers:
+they differ only in float32 sums.
 """
 
 import csv
@@ -125,7 +126,7 @@ def test_mixed_bfloat16_trains_and_exports_float32(tmp_path):
   assert sorted(done["eval"]) == ["eval_accuracy", "eval_loss", "global_step"]
   assert done["eval"]["global_step"] == 9
   assert math.isfinite(done["eval"]["eval_loss"]) and done["eval"]["eval_loss"] > 0
-  # Variables stay float32 under the mixed policy (checkpoint and export).
+  # Variables stay float32 under the mixed policy.
   assert {v.dtype for v in _trained_weights(options.output_dir).values()} == {np.dtype("float32")}
   loaded = tf.saved_model.load(options.export_dir)
   with open(os.path.join(SAMPLE, "sentiment", "test.tsv"), encoding="utf-8") as f:
