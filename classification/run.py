@@ -32,6 +32,7 @@ from training import checkpointing
 from training import evaluation
 from training import loop
 from training import optimizer as optimizer_lib
+from training import precision
 from training import strategy as strategy_lib
 
 TRAIN_RECORD, EVAL_RECORD, PREDICT_RECORD = "train.tf_record", "eval.tf_record", "predict.tf_record"
@@ -238,11 +239,15 @@ class ClassifierRun:
     return result
 
   def _trained_model(self):
-    """The model trained in this run, else output_dir's latest checkpoint, else init_checkpoint."""
+    """The model trained in this run, else output_dir's latest checkpoint, else init_checkpoint.
+
+    Built with the `dtype` policy, so eval/predict/export compute alike with or without
+    training in the same run.
+    """
     if self.model is not None:
       return self.model
     o = self.options
-    with self.strategy.scope():
+    with self.strategy.scope(), precision.policy_scope(o.dtype):
       model = self.build_model()
     latest = tf.train.latest_checkpoint(o.output_dir)
     if latest:

@@ -25,9 +25,9 @@ TEXTS = ["A wonderful film, I loved every minute of it.", "The soup was cold and
          "Überraschend gut!", ""]
 
 
-def _tiny_config(path, vocab_size):
+def _tiny_config(path, vocab_size, **overrides):
   with open(path, "w") as f:
-    json.dump(dict(TINY_CONFIG, vocab_size=vocab_size), f)
+    json.dump(dict(TINY_CONFIG, vocab_size=vocab_size, **overrides), f)
   return str(path)
 
 
