@@ -34,7 +34,13 @@ class MaskedLMHead(keras.layers.Layer):
 
   def call(self, x):
     x = tf.cast(self.transform_layer_norm(self.transform_dense(x)), self.compute_dtype)
-    logits = tf.matmul(x, tf.cast(self.embedding_table, self.compute_dtype), transpose_b=True)
+    vocab_size, hidden_size = self.embedding_table.shape
+    batch, predictions = tf.shape(x)[0], tf.shape(x)[1]
+    # One 2-D matmul [B*P, H] x [H, V]: a [B, P, H] x [V, H] batch matmul would
+    # broadcast the table and sum its gradient over a [B, V, H] tensor.
+    logits = tf.matmul(tf.reshape(x, [-1, hidden_size]),
+                       tf.cast(self.embedding_table, self.compute_dtype), transpose_b=True)
+    logits = tf.reshape(logits, [batch, predictions, vocab_size])  # [B, P, V]
     return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
 
 
