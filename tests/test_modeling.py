@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras
 
 import modeling
 from modeling import activations
@@ -120,6 +121,32 @@ def test_gelu_tanh_gradient_is_the_formulas_derivative():
     assert grad.dtype == dtype
     np.testing.assert_allclose(tf.cast(grad, tf.float64).numpy(), expected, atol=tolerance)
 
+
+
+def test_layer_norm_matches_keras_forward_and_gradients():
+  """Our LayerNorm (hand-written gradient) against Keras' LayerNormalization, same weights."""
+  from modeling.layers import layer_norm  # pylint: disable=import-outside-toplevel
+  rng = np.random.default_rng(3)
+  x = tf.constant(rng.normal(2.0, 3.0, size=(2, 5, 16)), tf.float32)
+  ours = layer_norm("LayerNorm")
+  reference = tf_keras.layers.LayerNormalization(epsilon=1e-12)
+  for layer in (ours, reference):
+    layer.build(x.shape)
+    layer.gamma.assign(rng.normal(1.0, 0.5, 16))
+    layer.beta.assign(rng.normal(0.0, 0.5, 16))
+  reference.set_weights(ours.get_weights())
+  assert [w.name.split("/")[-1] for w in ours.weights] == ["gamma:0", "beta:0"]
+  upstream = tf.constant(rng.normal(size=(2, 5, 16)), tf.float32)
+  results = []
+  for layer in (ours, reference):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = layer(x)
+      loss = tf.reduce_sum(y * upstream)
+    results.append([y, *tape.gradient(loss, [x, layer.gamma, layer.beta])])
+  for a, b in zip(*results):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+  assert ours(tf.cast(x, tf.bfloat16)).dtype == tf.float32  # computes in float32
 
 # --- encoder ----------------------------------------------------------------------------------
 
