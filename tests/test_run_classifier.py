@@ -42,6 +42,17 @@ def _slice_glue(shared_dir, folder, target, rows):
   return target
 
 
+def _google_tiny_options(shared_dir, tmp_path, task_name, folder, rows, **kwargs):
+  """Options for a run from Google's tiny checkpoint on the first `rows` rows of a GLUE folder."""
+  tiny = shared_dir / "fixtures" / "google_bert_tiny"
+  data = _slice_glue(shared_dir, folder, str(tmp_path / "data"), rows)
+  defaults = dict(task_name=task_name, data_dir=data, vocab_file=str(tiny / "vocab.txt"),
+                  output_dir=str(tmp_path / "out"), init_checkpoint=str(tiny / "bert_model.ckpt"),
+                  do_train=True, train_batch_size=8, num_train_epochs=1, seed=1)
+  defaults.update(kwargs)
+  return run.ClassifierOptions(**defaults)
+
+
 def _python(code):
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), check=False)
@@ -178,12 +189,9 @@ def test_warm_start_from_minilm_huggingface_dir(minilm_dir, shared_dir, tmp_path
 
 def test_warm_start_from_google_checkpoint_on_pairs(shared_dir, tmp_path):
   tiny = shared_dir / "fixtures" / "google_bert_tiny"
-  data = _slice_glue(shared_dir, "MRPC", str(tmp_path / "data"), 16)
-  options = run.ClassifierOptions(
-      task_name="mrpc", data_dir=data, vocab_file=str(tiny / "vocab.txt"),
-      output_dir=str(tmp_path / "out"), init_checkpoint=str(tiny / "bert_model.ckpt"),
-      bert_config_file=str(tiny / "bert_config.json"), max_seq_length=48, do_train=True,
-      do_eval=True, train_batch_size=8, num_train_epochs=1, learning_rate=0.0, seed=1)
+  options = _google_tiny_options(shared_dir, tmp_path, "mrpc", "MRPC", 16,
+                                 bert_config_file=str(tiny / "bert_config.json"),
+                                 max_seq_length=48, do_eval=True, learning_rate=0.0)
   done = run.run_classifier(options)
   assert set(done["eval"]) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step"}
   expected = tf.train.load_checkpoint(str(tiny / "bert_model.ckpt")).get_tensor(
@@ -192,13 +200,8 @@ def test_warm_start_from_google_checkpoint_on_pairs(shared_dir, tmp_path):
 
 
 def test_stsb_regression(shared_dir, tmp_path):
-  tiny = shared_dir / "fixtures" / "google_bert_tiny"
-  data = _slice_glue(shared_dir, "STS-B", str(tmp_path / "data"), 20)
-  options = run.ClassifierOptions(
-      task_name="sts-b", data_dir=data, vocab_file=str(tiny / "vocab.txt"),
-      output_dir=str(tmp_path / "out"), init_checkpoint=str(tiny / "bert_model.ckpt"),
-      max_seq_length=32, do_train=True, do_eval=True, do_predict=True, train_batch_size=8,
-      num_train_epochs=1, seed=1)
+  options = _google_tiny_options(shared_dir, tmp_path, "sts-b", "STS-B", 20, max_seq_length=32,
+                                 do_eval=True, do_predict=True)
   done = run.run_classifier(options)
   assert set(done["eval"]) == {"eval_pearson", "eval_spearman", "eval_loss", "global_step"}
   assert done["eval"]["global_step"] == 2

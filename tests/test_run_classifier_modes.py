@@ -23,7 +23,8 @@ import tf_keras
 import classification
 from classification import run
 import modeling
-from tests.test_run_classifier import REPO, SAMPLE, _options, _python, _slice_glue, _tiny_config
+from tests.test_run_classifier import (REPO, SAMPLE, _google_tiny_options, _options, _python,
+                                       _tiny_config)
 
 # The run's settings shared by the runs compared in this module: 600 train examples,
 # int(600 / 16 * 0.5) = 18 steps; 150 dev examples.
@@ -247,15 +248,10 @@ def test_generic_csv_row_with_a_wrong_field_count(tmp_path):
 
 def test_regression_export_returns_scores(shared_dir, tmp_path):
   """STS-B: each signature returns only `score`, one float per example, equal to predict's."""
-  tiny = shared_dir / "fixtures" / "google_bert_tiny"
-  data = _slice_glue(shared_dir, "STS-B", str(tmp_path / "data"), 20)
-  options = run.ClassifierOptions(
-      task_name="sts-b", data_dir=data, vocab_file=str(tiny / "vocab.txt"),
-      output_dir=str(tmp_path / "out"), init_checkpoint=str(tiny / "bert_model.ckpt"),
-      max_seq_length=32, do_train=True, do_predict=True, train_batch_size=8,
-      num_train_epochs=1, seed=1, export_dir=str(tmp_path / "export"))
+  options = _google_tiny_options(shared_dir, tmp_path, "sts-b", "STS-B", 20, max_seq_length=32,
+                                 do_predict=True, export_dir=str(tmp_path / "export"))
   done = run.run_classifier(options)
-  examples = classification.get_processor("sts-b").get_test_examples(data)
+  examples = classification.get_processor("sts-b").get_test_examples(options.data_dir)
   pairs = [[e.text_a for e in examples], [e.text_b for e in examples]]
   code = f"""
 import json
