@@ -16,8 +16,8 @@ Parameter accounting lives in `modeling.params` (also a CLI).
 from modeling.classifier import build_classifier
 from modeling.config import PRESETS, BertConfig, ConfigError
 from modeling.encoder import INPUT_NAMES, build_encoder
-from modeling.heads import (build_pretraining_model, masked_lm_loss, next_sentence_loss,
-                            pretraining_loss)
+from modeling.heads import build_pretraining_model
+from modeling.losses import masked_lm_loss, next_sentence_loss, pretraining_loss
 from modeling.checkpoints.assign import CheckpointError, LoadReport
 from modeling.checkpoints.auto import detect_format, load_checkpoint, load_config
 from modeling.checkpoints.google_tf1 import load_google_checkpoint, save_google_checkpoint

@@ -1,4 +1,4 @@
-"""Pre-training heads (masked LM, next sentence), the pre-training model and Google's losses."""
+"""Pre-training heads (masked LM, next sentence) and the pre-training model."""
 
 import tensorflow as tf
 import tf_keras as keras
@@ -112,40 +112,3 @@ def build_pretraining_model(config, encoder=None, seq_length=None, max_predictio
       dtype=dtype)(outputs["pooled_output"])
   inputs["masked_lm_positions"] = positions
   return keras.Model(inputs=inputs, outputs=outputs, name="bert_pretraining")
-
-
-def masked_lm_loss(logits, label_ids, label_weights):
-  """Google's masked-LM loss: sum(w * -log p(label)) / (sum(w) + 1e-5).
-
-  Args: logits float [B, P, V], label_ids int [B, P], label_weights float [B, P].
-  Returns (loss scalar, per-slot loss [B, P]).
-  """
-  # The fused op computes -log softmax at the label (Google's one-hot sum) and
-  # its gradient in one pass over the [B, P, V] logits.
-  per_slot = tf.nn.sparse_softmax_cross_entropy_with_logits(
-      labels=tf.cast(label_ids, tf.int32), logits=tf.cast(logits, tf.float32))  # [B, P]
-  weights = tf.cast(label_weights, tf.float32)
-  loss = tf.reduce_sum(weights * per_slot) / (tf.reduce_sum(weights) + 1e-5)
-  return loss, per_slot
-
-
-def next_sentence_loss(logits, labels):
-  """Google's next-sentence loss: mean of -log p(label); labels int [B] or [B, 1].
-
-  Returns (loss scalar, per-example loss [B]).
-  """
-  labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
-  per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
-      labels=labels, logits=tf.cast(logits, tf.float32))  # [B]
-  return tf.reduce_mean(per_example), per_example
-
-
-def pretraining_loss(outputs, features):
-  """The losses of Google's run_pretraining from model outputs and TFRecord features.
-
-  Returns a dict with `masked_lm_loss`, `next_sentence_loss` and `total_loss` (their sum).
-  """
-  mlm, _ = masked_lm_loss(outputs["masked_lm_logits"], features["masked_lm_ids"],
-                          features["masked_lm_weights"])
-  nsp, _ = next_sentence_loss(outputs["next_sentence_logits"], features["next_sentence_labels"])
-  return {"masked_lm_loss": mlm, "next_sentence_loss": nsp, "total_loss": mlm + nsp}

@@ -9,7 +9,8 @@ import tensorflow as tf
 import tf_keras
 
 import modeling
-from modeling import activations
+from modeling import activations, losses
+from modeling.layers import Dropout
 from modeling.params import count_model_parameters, count_parameters, main as params_main
 
 TINY = modeling.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2,
@@ -277,6 +278,71 @@ def test_losses_as_google():
   np.testing.assert_allclose(per_example, [-lp[0, 0], -lp[1, 1]], rtol=1e-6)
   np.testing.assert_allclose(nsp, per_example.numpy().mean(), rtol=1e-6)
 
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_cross_entropy_matches_tensorflows_values_and_gradients(jit_compile):
+  rng = np.random.default_rng(2)
+  logits = rng.normal(scale=4.0, size=(64, 1000)).astype(np.float32)
+  labels = rng.integers(0, 1000, 64).astype(np.int32)
+  logits[0, labels[0]] = -200.0  # p(label) ~ e^-200 underflows: the log-sum-exp path
+  upstream = rng.normal(size=64).astype(np.float32)
+
+  def loss_and_grad(fn, x):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      per_row = fn(x)
+      total = tf.reduce_sum(per_row * upstream)
+    return per_row, tape.gradient(total, x)
+  ours = tf.function(lambda x: loss_and_grad(
+      lambda t: losses.sparse_softmax_cross_entropy(t, tf.constant(labels)), x),
+      jit_compile=jit_compile)(tf.constant(logits))
+  reference = loss_and_grad(lambda t: tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels, t), tf.constant(logits))
+  assert float(ours[0][0]) == pytest.approx(float(reference[0][0]), rel=1e-6)
+  assert float(ours[0][0]) > 190.0
+  np.testing.assert_allclose(ours[0], reference[0], rtol=2e-6, atol=1e-6)
+  np.testing.assert_allclose(ours[1], reference[1], rtol=1e-5, atol=1e-7)
+
+
+def _kept(rate, shape):
+  x = tf.ones(shape)
+  return Dropout(rate)(x, training=True).numpy().astype(np.float32)
+
+
+def test_dropout_drops_at_the_rate_and_scales_the_rest():
+  y = _kept(0.1, [1000, 1000])
+  dropped = y == 0.0
+  # 10^6 Bernoulli(0.1) draws: standard deviation 3e-4 of the fraction.
+  assert dropped.mean() == pytest.approx(0.1, abs=2e-3)
+  assert np.all(y[~dropped] == np.float32(1.0 / 0.9))
+  # The two 16-bit halves of each 32-bit draw decide neighbours independently.
+  both = dropped[:, 0::2] & dropped[:, 1::2]
+  assert both.mean() == pytest.approx(0.01, abs=1.5e-3)
+  assert not np.array_equal(dropped, _kept(0.1, [1000, 1000]) == 0.0)  # a new mask per call
+
+
+@pytest.mark.parametrize("shape,policy", [([3, 7], "float32"), ([2, 5, 33], "mixed_bfloat16")])
+def test_dropout_shapes_dtypes_and_gradient(shape, policy):
+  layer = Dropout(0.5, dtype=policy)
+  dtype = layer.compute_dtype
+  x = tf.random.normal(shape, dtype=tf.float32) + 3.0  # no zeros in x
+  x = tf.cast(x, dtype)
+  weights = tf.cast(tf.random.normal(shape), dtype)
+  with tf.GradientTape() as tape:
+    tape.watch(x)
+    y = layer(x, training=True)
+    total = tf.reduce_sum(y * weights)
+  grad = tape.gradient(total, x)
+  assert y.shape == shape and y.dtype == dtype and grad.dtype == dtype
+  kept = y.numpy() != 0
+  assert 0 < kept.sum() < kept.size
+  np.testing.assert_array_equal(y.numpy()[kept], (x.numpy() * 2)[kept])
+  np.testing.assert_array_equal(grad.numpy(), np.where(kept, weights.numpy() * 2, 0))
+  np.testing.assert_array_equal(layer(x, training=False), x)
+  np.testing.assert_array_equal(Dropout(0.0)(x, training=True), x)
+  with pytest.raises(ValueError, match="dropout rate"):
+    Dropout(1.0)
 
 @pytest.mark.parametrize("num_labels", [3, 1])
 def test_classifier(num_labels):

@@ -62,30 +62,27 @@ class AdamWeightDecay(tf_keras.optimizers.legacy.Optimizer):
     return not any(re.search(pattern, var_name)
                    for pattern in self.exclude_from_weight_decay)
 
-  def _direction(self, m, v, coefficients):
-    """The Adam step before weight decay and learning rate."""
-    del coefficients  # Google's AdamWeightDecay has no bias correction.
-    return m / (tf.sqrt(v) + self.epsilon)
-
-  def _scale(self, var, update):
-    """A per-variable factor on lr * update (1 for Adam)."""
-    del var, update
-    return 1.0
+  def _coefficients(self, var, apply_state):
+    var_device, var_dtype = var.device, var.dtype.base_dtype
+    return ((apply_state or {}).get((var_device, var_dtype)) or
+            self._fallback_apply_state(var_device, var_dtype))
 
   def _resource_apply_dense(self, grad, var, apply_state=None):
-    var_device, var_dtype = var.device, var.dtype.base_dtype
-    coefficients = ((apply_state or {}).get((var_device, var_dtype)) or
-                    self._fallback_apply_state(var_device, var_dtype))
-    beta_1, beta_2 = coefficients['beta_1'], coefficients['beta_2']
-    m = self.get_slot(var, 'm')
-    v = self.get_slot(var, 'v')
-    next_m = beta_1 * m + (1.0 - beta_1) * grad
-    next_v = beta_2 * v + (1.0 - beta_2) * tf.square(grad)
-    update = self._direction(next_m, next_v, coefficients)
+    coefficients = self._coefficients(var, apply_state)
+    lr = coefficients['lr_t']
+    # param -= lr * (adam + decay * param) as two in-place updates: the decay
+    # (with the old param), then TensorFlow's fused Adam kernel (one pass over
+    # param, m, v), whose bias correction is off with beta powers of 0.
+    decay = []
     if self.use_weight_decay(var.name):
-      update += self.weight_decay_rate * var
-    step = coefficients['lr_t'] * self._scale(var, update) * update
-    return tf.group(var.assign_sub(step), m.assign(next_m), v.assign(next_v))
+      decay.append(var.assign_sub(lr * self.weight_decay_rate * var))
+    with tf.control_dependencies(decay):
+      zero = tf.zeros([], var.dtype.base_dtype)
+      return tf.raw_ops.ResourceApplyAdam(
+          var=var.handle, m=self.get_slot(var, 'm').handle,
+          v=self.get_slot(var, 'v').handle, beta1_power=zero, beta2_power=zero,
+          lr=lr, beta1=coefficients['beta_1'], beta2=coefficients['beta_2'],
+          epsilon=tf.cast(self.epsilon, var.dtype.base_dtype), grad=grad)
 
   def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
     # Google's update is dense: every row's moments decay every step.
@@ -124,13 +121,8 @@ class Lamb(AdamWeightDecay):
       exclude_from_layer_adaptation = self.exclude_from_weight_decay
     self.exclude_from_layer_adaptation = tuple(exclude_from_layer_adaptation)
 
-  def _direction(self, m, v, coefficients):
-    step = coefficients['step']
-    m_hat = m / (1.0 - tf.pow(coefficients['beta_1'], step))
-    v_hat = v / (1.0 - tf.pow(coefficients['beta_2'], step))
-    return m_hat / (tf.sqrt(v_hat) + self.epsilon)
-
-  def _scale(self, var, update):
+  def _trust_ratio(self, var, update):
+    """||param|| / ||update||, 1 when either is 0 or the variable is excluded."""
     if any(re.search(pattern, var.name)
            for pattern in self.exclude_from_layer_adaptation):
       return 1.0
@@ -139,6 +131,23 @@ class Lamb(AdamWeightDecay):
     return tf.where(var_norm > 0.0,
                     tf.where(update_norm > 0.0, var_norm / update_norm, 1.0),
                     1.0)
+
+  def _resource_apply_dense(self, grad, var, apply_state=None):
+    coefficients = self._coefficients(var, apply_state)
+    beta_1, beta_2 = coefficients['beta_1'], coefficients['beta_2']
+    step = coefficients['step']
+    m = self.get_slot(var, 'm')
+    v = self.get_slot(var, 'v')
+    next_m = beta_1 * m + (1.0 - beta_1) * grad
+    next_v = beta_2 * v + (1.0 - beta_2) * tf.square(grad)
+    m_hat = next_m / (1.0 - tf.pow(beta_1, step))
+    v_hat = next_v / (1.0 - tf.pow(beta_2, step))
+    update = m_hat / (tf.sqrt(v_hat) + self.epsilon)
+    if self.use_weight_decay(var.name):
+      update += self.weight_decay_rate * var
+    step_size = coefficients['lr_t'] * self._trust_ratio(var, update)
+    return tf.group(var.assign_sub(step_size * update), m.assign(next_m),
+                    v.assign(next_v))
 
   def get_config(self):
     config = super().get_config()

@@ -5,6 +5,7 @@ import math
 import tensorflow as tf
 import tf_keras as keras
 
+from modeling.layers.dropout import Dropout
 from modeling.layers.normalization import build_sublayer, truncated_normal
 
 # Google adds this to the scores of padding keys before the softmax.
@@ -37,7 +38,7 @@ class SelfAttention(keras.layers.Layer):
     self.key = dense("key")
     self.value = dense("value")
     self.output_dense = dense("output_dense")
-    self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+    self.dropout = Dropout(dropout_rate, dtype=self.dtype_policy)
 
   def build(self, input_shape):
     hidden = self.num_heads * self.head_size

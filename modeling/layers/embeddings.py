@@ -3,6 +3,7 @@
 import tensorflow as tf
 import tf_keras as keras
 
+from modeling.layers.dropout import Dropout
 from modeling.layers.normalization import build_sublayer, layer_norm, truncated_normal
 
 
@@ -23,7 +24,7 @@ class BertEmbeddings(keras.layers.Layer):
     self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
     self.layer_norm = layer_norm("LayerNorm")
-    self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+    self.dropout = Dropout(dropout_rate, dtype=self.dtype_policy)
 
   def build(self, input_shape):
     def table(name, rows):

@@ -5,6 +5,7 @@ import tf_keras as keras
 
 from modeling import activations
 from modeling.layers.attention import SelfAttention
+from modeling.layers.dropout import Dropout
 from modeling.layers.normalization import build_sublayer, layer_norm, truncated_normal
 
 
@@ -29,7 +30,7 @@ class TransformerLayer(keras.layers.Layer):
     hidden = num_heads * head_size
     self.attention = SelfAttention(num_heads, head_size, attention_dropout_rate,
                                    initializer_range, name="attention", dtype=self.dtype_policy)
-    self.attention_dropout = keras.layers.Dropout(hidden_dropout_rate, dtype=self.dtype_policy)
+    self.attention_dropout = Dropout(hidden_dropout_rate, dtype=self.dtype_policy)
     self.attention_layer_norm = layer_norm("attention_LayerNorm")
     self.intermediate = keras.layers.Dense(
         intermediate_size, activation=activations.get(hidden_act),
@@ -38,7 +39,7 @@ class TransformerLayer(keras.layers.Layer):
     self.output_dense = keras.layers.Dense(
         hidden, kernel_initializer=truncated_normal(initializer_range), name="output_dense",
         dtype=self.dtype_policy)
-    self.output_dropout = keras.layers.Dropout(hidden_dropout_rate, dtype=self.dtype_policy)
+    self.output_dropout = Dropout(hidden_dropout_rate, dtype=self.dtype_policy)
     self.output_layer_norm = layer_norm("output_LayerNorm")
 
   def build(self, input_shape):
