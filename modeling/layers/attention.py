@@ -47,21 +47,24 @@ class SelfAttention(keras.layers.Layer):
     super().build(input_shape)
 
   def _split_heads(self, x):
+    """[B, S, N*D] -> [B, N, S, D], so each head's matmuls are plain batch matmuls
+    (an einsum over [B, S, N, D] costs more than these transposes on CPU)."""
     batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-    return tf.reshape(x, [batch, seq, self.num_heads, self.head_size])  # [B, S, N, D]
+    x = tf.reshape(x, [batch, seq, self.num_heads, self.head_size])  # [B, S, N, D]
+    return tf.transpose(x, [0, 2, 1, 3])
 
   def call(self, inputs, training=None):
     x, input_mask, queries = inputs if len(inputs) == 3 else (*inputs, inputs[0])
     q = self._split_heads(self.query(queries))
     k = self._split_heads(self.key(x))
     v = self._split_heads(self.value(x))
-    scores = tf.einsum("bfnd,btnd->bnft", q, k)  # [B, N, from, to]
+    scores = tf.matmul(q, k, transpose_b=True)  # [B, N, from, to]
     scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(self.head_size))
     mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]  # [B, 1, 1, to]
     scores += (1.0 - mask) * _MASK_ADDER
     probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
     probs = self.dropout(probs, training=training)
-    context = tf.einsum("bnft,btnd->bfnd", probs, v)  # [B, from, N, D]
+    context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])  # [B, from, N, D]
     batch, seq = tf.shape(queries)[0], tf.shape(queries)[1]
     context = tf.reshape(context, [batch, seq, self.num_heads * self.head_size])
     return self.output_dense(context)
