@@ -279,7 +279,6 @@ def test_losses_as_google():
   np.testing.assert_allclose(nsp, per_example.numpy().mean(), rtol=1e-6)
 
 
-
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_cross_entropy_matches_tensorflows_values_and_gradients(jit_compile):
   rng = np.random.default_rng(2)
