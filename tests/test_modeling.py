@@ -304,13 +304,11 @@ def test_cross_entropy_matches_tensorflows_values_and_gradients(jit_compile):
   np.testing.assert_allclose(ours[1], reference[1], rtol=1e-5, atol=1e-7)
 
 
-def _kept(rate, shape):
-  x = tf.ones(shape)
-  return Dropout(rate)(x, training=True).numpy().astype(np.float32)
-
-
-def test_dropout_drops_at_the_rate_and_scales_the_rest():
-  y = _kept(0.1, [1000, 1000])
+@pytest.mark.parametrize("jit_compile", [False, True])  # Philox / ThreeFry under XLA
+def test_dropout_drops_at_the_rate_and_scales_the_rest(jit_compile):
+  layer = Dropout(0.1)
+  apply = tf.function(lambda x: layer(x, training=True), jit_compile=jit_compile)
+  y = apply(tf.ones([1000, 1000])).numpy()
   dropped = y == 0.0
   # 10^6 Bernoulli(0.1) draws: standard deviation 3e-4 of the fraction.
   assert dropped.mean() == pytest.approx(0.1, abs=2e-3)
@@ -318,7 +316,8 @@ def test_dropout_drops_at_the_rate_and_scales_the_rest():
   # The two 16-bit halves of each 32-bit draw decide neighbours independently.
   both = dropped[:, 0::2] & dropped[:, 1::2]
   assert both.mean() == pytest.approx(0.01, abs=1.5e-3)
-  assert not np.array_equal(dropped, _kept(0.1, [1000, 1000]) == 0.0)  # a new mask per call
+  # A new mask per call (per training step).
+  assert not np.array_equal(dropped, apply(tf.ones([1000, 1000])).numpy() == 0.0)
 
 
 @pytest.mark.parametrize("shape,policy", [([3, 7], "float32"), ([2, 5, 33], "mixed_bfloat16")])
