@@ -53,7 +53,6 @@ class AdamWeightDecay(tf_keras.optimizers.legacy.Optimizer):
     coefficients = apply_state[(var_device, var_dtype)]
     coefficients['beta_1'] = tf.identity(self._get_hyper('beta_1', var_dtype))
     coefficients['beta_2'] = tf.identity(self._get_hyper('beta_2', var_dtype))
-    coefficients['step'] = tf.cast(self.iterations + 1, var_dtype)
 
   def use_weight_decay(self, var_name):
     """Whether the variable called `var_name` is decayed (Google's rule)."""
@@ -120,6 +119,12 @@ class Lamb(AdamWeightDecay):
     if exclude_from_layer_adaptation is None:
       exclude_from_layer_adaptation = self.exclude_from_weight_decay
     self.exclude_from_layer_adaptation = tuple(exclude_from_layer_adaptation)
+
+  def _prepare_local(self, var_device, var_dtype, apply_state):
+    super()._prepare_local(var_device, var_dtype, apply_state)
+    # The step count for the bias correction (AdamWeightDecay has none).
+    apply_state[(var_device, var_dtype)]['step'] = tf.cast(
+        self.iterations + 1, var_dtype)
 
   def _trust_ratio(self, var, update):
     """||param|| / ||update||, 1 when either is 0 or the variable is excluded."""
