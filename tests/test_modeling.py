@@ -124,6 +124,37 @@ def test_gelu_tanh_gradient_is_the_formulas_derivative():
 
 
 
+@pytest.mark.parametrize("dtype,tolerance", [(tf.float64, 1e-8), (tf.float32, 1e-5),
+                                             (tf.bfloat16, 2e-2)])
+def test_compiled_gelus_values_and_gradients(dtype, tolerance):
+  """The XLA-kernel GELUs used in training against the formulas and their derivatives
+  (XLA's float64 exp is good to ~6e-9 here, hence not 1e-12)."""
+  x = np.linspace(-6.0, 6.0, 241)
+  k, c = math.sqrt(2 / math.pi), 0.044715
+  t = np.tanh(k * (x + c * x ** 3))
+  cdf = 0.5 * (1 + np.array([math.erf(v / math.sqrt(2)) for v in x]))
+  pdf = np.exp(-0.5 * x ** 2) / math.sqrt(2 * math.pi)
+  expected = {
+      activations.gelu_tanh_compiled: (
+          0.5 * x * (1 + t), 0.5 * (1 + t) + 0.5 * x * (1 - t ** 2) * k * (1 + 3 * c * x ** 2)),
+      activations.gelu_exact_compiled: (x * cdf, cdf + x * pdf),
+  }
+  for function, (value, derivative) in expected.items():
+    xt = tf.constant(x, dtype)
+    with tf.GradientTape() as tape:
+      tape.watch(xt)
+      y = function(xt)
+    grad = tape.gradient(y, xt)
+    assert y.dtype == dtype and grad.dtype == dtype
+    np.testing.assert_allclose(tf.cast(y, tf.float64).numpy(), value, atol=tolerance * 6,
+                               rtol=tolerance)
+    np.testing.assert_allclose(tf.cast(grad, tf.float64).numpy(), derivative, atol=tolerance)
+  for name in ("gelu", "gelu_tanh", "gelu_new"):
+    assert activations.get(name, training=True) is activations.gelu_tanh_compiled
+  assert activations.get("gelu_exact", training=True) is activations.gelu_exact_compiled
+  assert activations.get("relu", training=True) is tf.nn.relu
+  assert activations.get("linear", training=True) is None
+
 def test_layer_norm_matches_keras_forward_and_gradients():
   """Our LayerNorm (hand-written gradient) against Keras' LayerNormalization, same weights."""
   from modeling.layers import layer_norm  # pylint: disable=import-outside-toplevel
@@ -196,6 +227,46 @@ def test_xla_matches_eager():
   xla = tf.function(lambda f: encoder(f)["sequence_output"], jit_compile=True)(feats).numpy()
   np.testing.assert_allclose(xla, eager, atol=1e-5)
 
+
+def _graph_nodes(concrete_function):
+  """Every node of a traced function, its nested functions' included."""
+  graph_def = concrete_function.graph.as_graph_def()
+  yield from graph_def.node
+  for function in graph_def.library.function:
+    yield from function.node_def
+
+
+def test_training_graph_uses_compiled_kernels_and_no_variable_gather():
+  """Training runs the GELU as XLA kernels, inference as plain ops (what SavedModels hold);
+  the embedding rows come from the tables' values, never a ResourceGather (which would put
+  the word table in copy-on-read mode: every read and update would copy it whole)."""
+  config = TINY.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  model = modeling.build_pretraining_model(config, max_predictions_per_seq=2,
+                                           masked_positions_only=True)
+  features = dict(_inputs(), masked_lm_positions=np.array([[1, 2]] * 3, np.int32))
+
+  @tf.function
+  def train_step(features):
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_sum(model(features, training=True)["masked_lm_logits"])
+    return tape.gradient(loss, model.trainable_variables)
+
+  @tf.function
+  def predict(features, training):
+    return model(features, training=training)["masked_lm_logits"]
+
+  def op_types(function, *args):
+    return [node.op for node in _graph_nodes(function.get_concrete_function(*args))]
+
+  def compiled_calls(function, *args):
+    return [node.name for node in _graph_nodes(function.get_concrete_function(*args))
+            if node.attr["_XlaMustCompile"].b]
+
+  assert "ResourceGather" not in op_types(train_step, features)
+  assert len(compiled_calls(predict, features, True)) == config.num_hidden_layers
+  assert len(compiled_calls(train_step, features)) == 2 * config.num_hidden_layers  # + backward
+  assert not compiled_calls(predict, features, False)
+  np.testing.assert_allclose(predict(features, True), predict(features, False), atol=1e-5)
 
 def test_mixed_precision_policy():
   encoder32 = modeling.build_encoder(TINY)

@@ -11,7 +11,9 @@ class BertEmbeddings(keras.layers.Layer):
   """Google's `bert/embeddings` scope: three tables, LayerNorm, dropout.
 
   Call with `(input_ids, segment_ids)`, int32 [batch, seq]; returns
-  [batch, seq, hidden] in the layer's compute dtype.
+  [batch, seq, hidden] in the layer's compute dtype. The tables stay float32
+  under mixed precision (no autocast): the sum is taken in float32 and
+  normalised before the cast.
   """
 
   def __init__(self, vocab_size, hidden_size, max_position_embeddings, type_vocab_size,
@@ -29,7 +31,8 @@ class BertEmbeddings(keras.layers.Layer):
   def build(self, input_shape):
     def table(name, rows):
       return self.add_weight(name, shape=[rows, self.hidden_size],
-                             initializer=truncated_normal(self.initializer_range))
+                             initializer=truncated_normal(self.initializer_range),
+                             experimental_autocast=False)
     self.word_embeddings = table("word_embeddings", self.vocab_size)
     self.token_type_embeddings = table("token_type_embeddings", self.type_vocab_size)
     self.position_embeddings = table("position_embeddings", self.max_position_embeddings)
@@ -39,9 +42,12 @@ class BertEmbeddings(keras.layers.Layer):
   def call(self, inputs, training=None):
     input_ids, segment_ids = inputs
     seq_length = tf.shape(input_ids)[1]
-    # Google's order of the sums: (word + token_type) + position.
-    x = tf.gather(self.word_embeddings, input_ids)
-    x = x + tf.gather(self.token_type_embeddings, segment_ids)
+    # Google's order of the sums: (word + token_type) + position. The rows
+    # are gathered from the tables' values, not the variables: a gather from
+    # a variable (ResourceGather) switches it to copy-on-read, after which
+    # every read and optimizer update of the word table copies it whole.
+    x = tf.gather(tf.convert_to_tensor(self.word_embeddings), input_ids)
+    x = x + tf.gather(tf.convert_to_tensor(self.token_type_embeddings), segment_ids)
     x = x + self.position_embeddings[tf.newaxis, :seq_length, :]  # [1, seq, hidden]
     x = tf.cast(self.layer_norm(x), self.compute_dtype)
     return self.dropout(x, training=training)

@@ -32,10 +32,10 @@ class TransformerLayer(keras.layers.Layer):
                                    initializer_range, name="attention", dtype=self.dtype_policy)
     self.attention_dropout = Dropout(hidden_dropout_rate, dtype=self.dtype_policy)
     self.attention_layer_norm = layer_norm("attention_LayerNorm")
+    # The activation is applied in call(): training uses its compiled form.
     self.intermediate = keras.layers.Dense(
-        intermediate_size, activation=activations.get(hidden_act),
-        kernel_initializer=truncated_normal(initializer_range), name="intermediate",
-        dtype=self.dtype_policy)
+        intermediate_size, kernel_initializer=truncated_normal(initializer_range),
+        name="intermediate", dtype=self.dtype_policy)
     self.output_dense = keras.layers.Dense(
         hidden, kernel_initializer=truncated_normal(initializer_range), name="output_dense",
         dtype=self.dtype_policy)
@@ -60,7 +60,13 @@ class TransformerLayer(keras.layers.Layer):
     attention = self.attention((x, input_mask, queries), training=training)
     attention = self.attention_dropout(attention, training=training)
     attention = tf.cast(self.attention_layer_norm(attention + queries), self.compute_dtype)
-    out = self.output_dense(self.intermediate(attention))
+    if training is None:
+      training = keras.backend.learning_phase()
+    activation = activations.get(self.hidden_act, training=bool(training))
+    intermediate = self.intermediate(attention)
+    if activation is not None:
+      intermediate = activation(intermediate)
+    out = self.output_dense(intermediate)
     out = self.output_dropout(out, training=training)
     return tf.cast(self.output_layer_norm(out + attention), self.compute_dtype)
 
