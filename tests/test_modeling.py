@@ -106,12 +106,17 @@ def test_gelu_meanings():
     activations.from_huggingface_name("foo")
 
 
+def _gelu_tanh_reference(x):
+  """The tanh GELU and its analytic derivative, in float64 numpy."""
+  k, c = math.sqrt(2 / math.pi), 0.044715
+  t = np.tanh(k * (x + c * x ** 3))
+  return 0.5 * x * (1 + t), 0.5 * (1 + t) + 0.5 * x * (1 - t ** 2) * k * (1 + 3 * c * x ** 2)
+
+
 def test_gelu_tanh_gradient_is_the_formulas_derivative():
   """The hand-written gradient equals the analytic derivative in float64, float32, bfloat16."""
   x = np.linspace(-6.0, 6.0, 241)
-  k, c = math.sqrt(2 / math.pi), 0.044715
-  t = np.tanh(k * (x + c * x ** 3))
-  expected = 0.5 * (1 + t) + 0.5 * x * (1 - t ** 2) * k * (1 + 3 * c * x ** 2)
+  _, expected = _gelu_tanh_reference(x)
   # float32 saturates tanh to -1 below x = -4.9 (gradient 0 instead of ~-4e-6).
   for dtype, tolerance in ((tf.float64, 1e-12), (tf.float32, 1e-5), (tf.bfloat16, 2e-2)):
     xt = tf.constant(x, dtype)
@@ -123,20 +128,16 @@ def test_gelu_tanh_gradient_is_the_formulas_derivative():
     np.testing.assert_allclose(tf.cast(grad, tf.float64).numpy(), expected, atol=tolerance)
 
 
-
 @pytest.mark.parametrize("dtype,tolerance", [(tf.float64, 1e-8), (tf.float32, 1e-5),
                                              (tf.bfloat16, 2e-2)])
 def test_compiled_gelus_values_and_gradients(dtype, tolerance):
   """The XLA-kernel GELUs used in training against the formulas and their derivatives
   (XLA's float64 exp is good to ~6e-9 here, hence not 1e-12)."""
   x = np.linspace(-6.0, 6.0, 241)
-  k, c = math.sqrt(2 / math.pi), 0.044715
-  t = np.tanh(k * (x + c * x ** 3))
   cdf = 0.5 * (1 + np.array([math.erf(v / math.sqrt(2)) for v in x]))
   pdf = np.exp(-0.5 * x ** 2) / math.sqrt(2 * math.pi)
   expected = {
-      activations.gelu_tanh_compiled: (
-          0.5 * x * (1 + t), 0.5 * (1 + t) + 0.5 * x * (1 - t ** 2) * k * (1 + 3 * c * x ** 2)),
+      activations.gelu_tanh_compiled: _gelu_tanh_reference(x),
       activations.gelu_exact_compiled: (x * cdf, cdf + x * pdf),
   }
   for function, (value, derivative) in expected.items():
@@ -154,6 +155,7 @@ def test_compiled_gelus_values_and_gradients(dtype, tolerance):
   assert activations.get("gelu_exact", training=True) is activations.gelu_exact_compiled
   assert activations.get("relu", training=True) is tf.nn.relu
   assert activations.get("linear", training=True) is None
+
 
 def test_layer_norm_matches_keras_forward_and_gradients():
   """Our LayerNorm (hand-written gradient) against Keras' LayerNormalization, same weights."""
@@ -267,6 +269,7 @@ def test_training_graph_uses_compiled_kernels_and_no_variable_gather():
   assert len(compiled_calls(train_step, features)) == 2 * config.num_hidden_layers  # + backward
   assert not compiled_calls(predict, features, False)
   np.testing.assert_allclose(predict(features, True), predict(features, False), atol=1e-5)
+
 
 def test_mixed_precision_policy():
   encoder32 = modeling.build_encoder(TINY)
