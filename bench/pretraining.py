@@ -8,6 +8,12 @@ of keras-hub's `BertMaskedLM` (bench/pretraining_peer.py: Keras 3, TF backend,
 `fit`, the epoch after the first) with the same shapes. Every measurement is a
 fresh process; ours and the peer's alternate, so both see the same load.
 
+Each side's matmul work per step is counted (`step_flops`: ours runs the last
+layer at [CLS] and the masked positions only, the peer at every position), and
+its GFLOP/s is compared with this machine's float32 matmul rate, probed right
+after our measurement (bench/model.py's `MatmulProbe`): how close each step
+is to what the machine's matmuls allow.
+
   python bench/pretraining.py --presets=mini,small --variants=float32,xla,mixed_bfloat16
 """
 
@@ -24,6 +30,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 PRESETS = {"mini": (4, 256), "small": (4, 512)}
 VOCAB_SIZE, SEQ, PREDICTIONS = 30522, 128, 20
+
+
+def step_flops(layers, hidden, masked_positions_only):
+  """Matmul FLOPs of one sequence's training step (backward = 2x forward).
+
+  Dense layers, attention scores and context, the pooler, the masked-LM
+  transform and its 30,522-way decoder; the next-sentence head is negligible.
+  """
+  h, i, s, p = hidden, 4 * hidden, SEQ, PREDICTIONS
+
+  def layer(rows):  # a layer whose outputs are `rows` positions attending over all s
+    return 2 * s * 2 * h * h + rows * 2 * (2 * h * h + 2 * h * i) + 2 * 2 * rows * s * h
+  last = layer(p + 1) if masked_positions_only else layer(s)
+  forward = (layers - 1) * layer(s) + last + 2 * h * h + p * 2 * h * (h + VOCAB_SIZE)
+  return 3 * forward
 
 
 def write_records(path, num_records):
@@ -70,7 +91,10 @@ def ours(args):
       dtype="float32" if args.variant == "xla" else args.variant))
   rate = test_run_pretraining.read_events(os.path.join(work, "out"))["examples_per_second"]
   shutil.rmtree(work)
-  print(json.dumps({"sequences_per_second": rate[2 * steps]}))
+  from model import MatmulProbe  # pylint: disable=import-outside-toplevel  # bench/model.py
+  probe = MatmulProbe()
+  peak = max(probe.rate() for _ in range(5))
+  print(json.dumps({"sequences_per_second": rate[2 * steps], "matmul_flops_per_second": peak}))
 
 
 def measure(command):
@@ -78,7 +102,7 @@ def measure(command):
                           cwd=os.path.dirname(HERE))
   if result.returncode:
     raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
-  return json.loads(result.stdout.strip().splitlines()[-1])["sequences_per_second"]
+  return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def main():
@@ -110,23 +134,30 @@ def table(args, records):
   print(f"seq {SEQ}, batch {args.batch_size}, {PREDICTIONS} predictions, vocab {VOCAB_SIZE}; "
         f"sequences/s over {args.steps} steps after {args.steps} warm-up steps, "
         f"best of {args.rounds}")
-  print("| preset | variant | ours seq/s | keras-hub seq/s | ours / keras-hub |")
-  print("|---|---|---:|---:|---:|")
+  print("GFLOP/s: matmul work per step / step time; machine: float32 matmul GFLOP/s (best probe)")
+  print("| preset | variant | ours seq/s | keras-hub seq/s | ours / keras-hub "
+        "| ours GFLOP/s | keras-hub GFLOP/s | machine GFLOP/s |")
+  print("|---|---|---:|---:|---:|---:|---:|---:|")
   for preset in args.presets.split(","):
     layers, hidden = PRESETS[preset]
     for variant in args.variants.split(","):
-      mine = peer = 0.0
+      mine = peer = machine = 0.0
       for _ in range(args.rounds):  # best of the rounds, ours and the peer's alternating
-        mine = max(mine, measure([
+        result = measure([
             sys.executable, __file__, "--mode=ours", f"--preset={preset}",
             f"--variant={variant}", f"--records={records}",
-            f"--batch_size={args.batch_size}", f"--steps={args.steps}"]))
+            f"--batch_size={args.batch_size}", f"--steps={args.steps}"])
+        mine = max(mine, result["sequences_per_second"])
+        machine = max(machine, result["matmul_flops_per_second"])
         peer = max(peer, measure([
             sys.executable, os.path.join(HERE, "pretraining_peer.py"), f"--layers={layers}",
             f"--hidden={hidden}", f"--variant={variant}", f"--batch_size={args.batch_size}",
-            f"--steps={args.steps}"]))
+            f"--steps={args.steps}"])["sequences_per_second"])
+      ours_gflops = mine * step_flops(layers, hidden, masked_positions_only=True) / 1e9
+      peer_gflops = peer * step_flops(layers, hidden, masked_positions_only=False) / 1e9
       print(f"| {preset} ({layers}/{hidden}) | {variant} | {mine:.1f} | {peer:.1f} | "
-            f"{mine / peer:.2f}x |", flush=True)
+            f"{mine / peer:.2f}x | {ours_gflops:.0f} | {peer_gflops:.0f} | {machine / 1e9:.0f} |",
+            flush=True)
 
 
 if __name__ == "__main__":
