@@ -32,18 +32,21 @@ PRESETS = {"mini": (4, 256), "small": (4, 512)}
 VOCAB_SIZE, SEQ, PREDICTIONS = 30522, 128, 20
 
 
-def step_flops(layers, hidden, masked_positions_only):
+def step_flops(config, masked_positions_only):
   """Matmul FLOPs of one sequence's training step (backward = 2x forward).
 
-  Dense layers, attention scores and context, the pooler, the masked-LM
-  transform and its 30,522-way decoder; the next-sentence head is negligible.
+  The encoder as bench/model.py counts it (dense layers, attention, pooler),
+  less the rows a masked-positions-only last layer skips (its query and output
+  projections, feed-forward and attention rows outside [CLS] and the masked
+  positions), plus the masked-LM transform and its 30,522-way decoder; the
+  next-sentence head is negligible.
   """
-  h, i, s, p = hidden, 4 * hidden, SEQ, PREDICTIONS
-
-  def layer(rows):  # a layer whose outputs are `rows` positions attending over all s
-    return 2 * s * 2 * h * h + rows * 2 * (2 * h * h + 2 * h * i) + 2 * 2 * rows * s * h
-  last = layer(p + 1) if masked_positions_only else layer(s)
-  forward = (layers - 1) * layer(s) + last + 2 * h * h + p * 2 * h * (h + VOCAB_SIZE)
+  from model import forward_flops  # pylint: disable=import-outside-toplevel  # bench/model.py
+  h, i = config.hidden_size, config.intermediate_size
+  forward = forward_flops(config, SEQ) + PREDICTIONS * 2 * h * (h + config.vocab_size)
+  if masked_positions_only:
+    skipped_rows = SEQ - (PREDICTIONS + 1)
+    forward -= skipped_rows * (2 * (2 * h * h + 2 * h * i) + 2 * 2 * SEQ * h)
   return 3 * forward
 
 
@@ -131,6 +134,7 @@ def main():
 
 def table(args, records):
   """Measures ours and the peer alternately; prints a Markdown table."""
+  import modeling  # pylint: disable=import-outside-toplevel
   print(f"seq {SEQ}, batch {args.batch_size}, {PREDICTIONS} predictions, vocab {VOCAB_SIZE}; "
         f"sequences/s over {args.steps} steps after {args.steps} warm-up steps, "
         f"best of {args.rounds}")
@@ -153,8 +157,9 @@ def table(args, records):
             sys.executable, os.path.join(HERE, "pretraining_peer.py"), f"--layers={layers}",
             f"--hidden={hidden}", f"--variant={variant}", f"--batch_size={args.batch_size}",
             f"--steps={args.steps}"])["sequences_per_second"])
-      ours_gflops = mine * step_flops(layers, hidden, masked_positions_only=True) / 1e9
-      peer_gflops = peer * step_flops(layers, hidden, masked_positions_only=False) / 1e9
+      config = modeling.BertConfig.preset(preset, vocab_size=VOCAB_SIZE)
+      ours_gflops = mine * step_flops(config, masked_positions_only=True) / 1e9
+      peer_gflops = peer * step_flops(config, masked_positions_only=False) / 1e9
       print(f"| {preset} ({layers}/{hidden}) | {variant} | {mine:.1f} | {peer:.1f} | "
             f"{mine / peer:.2f}x | {ours_gflops:.0f} | {peer_gflops:.0f} | {machine / 1e9:.0f} |",
             flush=True)
