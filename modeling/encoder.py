@@ -3,7 +3,7 @@
 import tensorflow as tf
 import tf_keras as keras
 
-from modeling.layers import BertEmbeddings, TransformerLayer, truncated_normal
+from modeling.layers import BertEmbeddings, Dense, TransformerLayer, truncated_normal
 
 # Names of the encoder's inputs, as the features in Google's TFRecords.
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -71,9 +71,8 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
     layer_outputs.append(x)
   first_token = keras.layers.Lambda(lambda t: t[:, 0, :], name="first_token",
                                     dtype=dtype)(x)  # [B, H]
-  pooled = keras.layers.Dense(config.hidden_size, activation="tanh",
-                              kernel_initializer=truncated_normal(init), name="pooler",
-                              dtype=dtype)(first_token)
+  pooled = Dense(config.hidden_size, activation="tanh", kernel_initializer=truncated_normal(init),
+                 name="pooler", dtype=dtype)(first_token)
   if last_positions is not None:
     x = keras.layers.Lambda(lambda t: t[:, 1:, :], name="output_positions_output",
                             dtype=dtype)(x)  # [B, q, H]

@@ -5,7 +5,7 @@ import tf_keras as keras
 
 from modeling import activations
 from modeling.encoder import INPUT_NAMES, build_encoder, encoder_inputs
-from modeling.layers import build_sublayer, layer_norm, truncated_normal
+from modeling.layers import Dense, bias_add, build_sublayer, layer_norm, truncated_normal
 
 
 class MaskedLMHead(keras.layers.Layer):
@@ -19,7 +19,7 @@ class MaskedLMHead(keras.layers.Layer):
   def __init__(self, embedding_table, hidden_act, initializer_range, **kwargs):
     super().__init__(**kwargs)
     self.embedding_table = embedding_table
-    self.transform_dense = keras.layers.Dense(
+    self.transform_dense = Dense(
         embedding_table.shape[1], activation=activations.get(hidden_act),
         kernel_initializer=truncated_normal(initializer_range), name="transform_dense",
         dtype=self.dtype_policy)
@@ -40,8 +40,8 @@ class MaskedLMHead(keras.layers.Layer):
     # broadcast the table and sum its gradient over a [B, V, H] tensor.
     logits = tf.matmul(tf.reshape(x, [-1, hidden_size]),
                        tf.cast(self.embedding_table, self.compute_dtype), transpose_b=True)
-    logits = tf.reshape(logits, [batch, predictions, vocab_size])  # [B, P, V]
-    return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
+    logits = bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
+    return tf.reshape(logits, [batch, predictions, vocab_size])  # [B, P, V]
 
 
 class OutputProjection(keras.layers.Layer):
@@ -66,7 +66,7 @@ class OutputProjection(keras.layers.Layer):
 
   def call(self, pooled_output):
     logits = tf.matmul(pooled_output, self.output_weights, transpose_b=True)
-    return tf.nn.bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
+    return bias_add(tf.cast(logits, tf.float32), tf.cast(self.output_bias, tf.float32))
 
   def get_config(self):
     config = super().get_config()

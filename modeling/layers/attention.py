@@ -5,6 +5,7 @@ import math
 import tensorflow as tf
 import tf_keras as keras
 
+from modeling.layers.dense import Dense
 from modeling.layers.dropout import Dropout
 from modeling.layers.normalization import build_sublayer, truncated_normal
 
@@ -32,7 +33,7 @@ class SelfAttention(keras.layers.Layer):
     hidden = num_heads * head_size
 
     def dense(name):
-      return keras.layers.Dense(hidden, kernel_initializer=truncated_normal(initializer_range),
+      return Dense(hidden, kernel_initializer=truncated_normal(initializer_range),
                                 name=name, dtype=self.dtype_policy)
     self.query = dense("query")
     self.key = dense("key")

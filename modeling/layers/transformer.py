@@ -5,6 +5,7 @@ import tf_keras as keras
 
 from modeling import activations
 from modeling.layers.attention import SelfAttention
+from modeling.layers.dense import Dense
 from modeling.layers.dropout import Dropout
 from modeling.layers.normalization import build_sublayer, layer_norm, truncated_normal
 
@@ -33,10 +34,10 @@ class TransformerLayer(keras.layers.Layer):
     self.attention_dropout = Dropout(hidden_dropout_rate, dtype=self.dtype_policy)
     self.attention_layer_norm = layer_norm("attention_LayerNorm")
     # The activation is applied in call(): training uses its compiled form.
-    self.intermediate = keras.layers.Dense(
+    self.intermediate = Dense(
         intermediate_size, kernel_initializer=truncated_normal(initializer_range),
         name="intermediate", dtype=self.dtype_policy)
-    self.output_dense = keras.layers.Dense(
+    self.output_dense = Dense(
         hidden, kernel_initializer=truncated_normal(initializer_range), name="output_dense",
         dtype=self.dtype_policy)
     self.output_dropout = Dropout(hidden_dropout_rate, dtype=self.dtype_policy)
