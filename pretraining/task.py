@@ -27,17 +27,16 @@ def loss_fn(features, outputs):
   mlm_logits = outputs["masked_lm_logits"]  # [B, P, V] float32
   nsp_logits = outputs["next_sentence_logits"]  # [B, 2] float32
   weights = features["masked_lm_weights"]  # [B, P]
-  mlm_loss, mlm_per_slot = modeling.masked_lm_loss(mlm_logits, features["masked_lm_ids"],
-                                                   weights)
-  nsp_loss, nsp_per_example = modeling.next_sentence_loss(
+  # The predictions are the logits' argmax, as in Google's metric_fn.
+  mlm_loss, mlm_per_slot, mlm_predictions = modeling.masked_lm_loss(
+      mlm_logits, features["masked_lm_ids"], weights)
+  nsp_loss, nsp_per_example, nsp_predictions = modeling.next_sentence_loss(
       nsp_logits, features["next_sentence_labels"])
   nsp_labels = tf.reshape(features["next_sentence_labels"], [-1])  # [B]
   updates = {
-      "masked_lm_accuracy": (features["masked_lm_ids"],
-                             tf.argmax(mlm_logits, axis=-1, output_type=tf.int32), weights),
+      "masked_lm_accuracy": (features["masked_lm_ids"], mlm_predictions, weights),
       "masked_lm_loss": (mlm_per_slot, weights),
-      "next_sentence_accuracy": (nsp_labels,
-                                 tf.argmax(nsp_logits, axis=-1, output_type=tf.int32)),
+      "next_sentence_accuracy": (nsp_labels, nsp_predictions),
       "next_sentence_loss": (nsp_per_example,),
   }
   return mlm_loss + nsp_loss, updates

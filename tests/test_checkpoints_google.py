@@ -62,10 +62,10 @@ def test_outputs_match_googles_reference(loaded, reference):
   losses = modeling.pretraining_loss(out, labels)
   for name in ("masked_lm_loss", "next_sentence_loss", "total_loss"):
     assert abs(float(losses[name]) - float(reference[name])) < TOL, name
-  _, per_slot = modeling.masked_lm_loss(out["masked_lm_logits"], labels["masked_lm_ids"],
+  _, per_slot, _ = modeling.masked_lm_loss(out["masked_lm_logits"], labels["masked_lm_ids"],
                                         labels["masked_lm_weights"])
   assert _max_diff(per_slot, reference["masked_lm_example_loss"]) < TOL
-  _, per_example = modeling.next_sentence_loss(out["next_sentence_logits"],
+  _, per_example, _ = modeling.next_sentence_loss(out["next_sentence_logits"],
                                                labels["next_sentence_labels"])
   assert _max_diff(per_example, reference["next_sentence_example_loss"]) < TOL
 
