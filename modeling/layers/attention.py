@@ -33,8 +33,8 @@ class SelfAttention(keras.layers.Layer):
     hidden = num_heads * head_size
 
     def dense(name):
-      return Dense(hidden, kernel_initializer=truncated_normal(initializer_range),
-                                name=name, dtype=self.dtype_policy)
+      return Dense(hidden, kernel_initializer=truncated_normal(initializer_range), name=name,
+                   dtype=self.dtype_policy)
     self.query = dense("query")
     self.key = dense("key")
     self.value = dense("value")
