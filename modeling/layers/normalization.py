@@ -24,6 +24,9 @@ def _normalize(x, gamma, beta):
     dx = inv_std * (d_normalized - tf.reduce_mean(d_normalized, axis=-1, keepdims=True)
                     - normalized * tf.reduce_mean(d_normalized * normalized, axis=-1,
                                                   keepdims=True))
+    # Plain column sums, not dense.sum_rows: tried with it here and for the
+    # position embeddings, XLA fused the LayerNorm backward of all layers into
+    # one loop fusion (60-100 ms of a mini BERT step).
     d_gamma = tf.reduce_sum(rows * tf.reshape(normalized, tf.shape(rows)), axis=0)
     return dx, d_gamma, tf.reduce_sum(rows, axis=0)
   return normalized * gamma + beta, grad
