@@ -5,10 +5,10 @@ checkpoints as `init_checkpoint`; writes `eval_results.txt`, `test_results.tsv`
 and, with `--export_dir`, a SavedModel that also takes raw text.
 """
 
-from absl import app
 from absl import flags
 
 from classification import run
+import cli
 from training import flags as training_flags
 
 FLAGS = flags.FLAGS
@@ -33,9 +33,8 @@ flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
 flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
 flags.DEFINE_float("warmup_proportion", 0.1,
                    "Proportion of training to perform linear learning rate warmup for.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
-flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per call of the compiled train loop.")
 training_flags.define_runtime_flags()
+flags.adopt_module_key_flags(training_flags)
 flags.DEFINE_string("export_dir", None, "Write a SavedModel here after training.")
 # The generic task's options (see the README).
 flags.DEFINE_string("text_a_column", None, "generic: column (name or index) of the text.")
@@ -66,25 +65,12 @@ def task_options():
   return options
 
 
-def main(_):
-  options = run.ClassifierOptions(
-      task_name=FLAGS.task_name, data_dir=FLAGS.data_dir, vocab_file=FLAGS.vocab_file,
-      output_dir=FLAGS.output_dir, bert_config_file=FLAGS.bert_config_file,
-      init_checkpoint=FLAGS.init_checkpoint, do_lower_case=FLAGS.do_lower_case,
-      max_seq_length=FLAGS.max_seq_length, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
-      do_predict=FLAGS.do_predict, train_batch_size=FLAGS.train_batch_size,
-      eval_batch_size=FLAGS.eval_batch_size, predict_batch_size=FLAGS.predict_batch_size,
-      learning_rate=FLAGS.learning_rate, num_train_epochs=FLAGS.num_train_epochs,
-      warmup_proportion=FLAGS.warmup_proportion,
-      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-      iterations_per_loop=FLAGS.iterations_per_loop, log_steps=FLAGS.log_steps,
-      distribution_strategy="tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy,
-      num_gpus=FLAGS.num_gpus, tpu_name=FLAGS.tpu_name or FLAGS.master, tpu_zone=FLAGS.tpu_zone,
-      gcp_project=FLAGS.gcp_project, dtype=FLAGS.dtype, use_xla=FLAGS.use_xla, seed=FLAGS.seed,
-      export_dir=FLAGS.export_dir, task_options=task_options())
-  run.run_classifier(options)
+def main(argv):
+  del argv
+  run.run_classifier(training_flags.options_from_flags(run.ClassifierOptions,
+                                                       task_options=task_options()))
 
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "task_name", "vocab_file", "output_dir"])
-  app.run(main)
+  cli.run(main)

@@ -4,15 +4,11 @@ Checkpoints in output_dir resume training and are `init_checkpoint`s for
 run_classifier.py / extract_features.py. See README.md, "Pre-training".
 """
 
-import dataclasses
-import sys
+from absl import flags
 
-from absl import app, flags
-
-import modeling
+import cli
 import pretraining
 from training import flags as training_flags
-from training import loop
 
 flags.DEFINE_string("bert_config_file", None,
                     "The config json file corresponding to the pre-trained BERT model.")
@@ -34,32 +30,16 @@ flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
 flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
 flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps.")
 flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
-flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per compiled training loop.")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
 training_flags.define_runtime_flags()
-flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
-                  "adamw = Google's AdamWeightDecay; lamb = LAMB.")
-flags.DEFINE_integer("gradient_accumulation_steps", 1,
-                     "Batches of train_batch_size summed into one optimizer step.")
-flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept in output_dir.")
-
-FLAGS = flags.FLAGS
+flags.adopt_module_key_flags(training_flags)
 
 
 def main(argv):
   del argv
-  names = [f.name for f in dataclasses.fields(pretraining.RunConfig)]
-  config = pretraining.RunConfig(**{name: getattr(FLAGS, name) for name in names})
-  try:
-    pretraining.run(config)
-  except (pretraining.InputError, modeling.ConfigError, modeling.CheckpointError,
-          loop.NonFiniteLossError, FileNotFoundError, ValueError) as e:
-    print(f"run_pretraining: error: {e}", file=sys.stderr)
-    return 1
-  return 0
+  pretraining.run(training_flags.options_from_flags(pretraining.PretrainingOptions))
 
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
-  app.run(lambda argv: sys.exit(main(argv)))
+  cli.run(main)

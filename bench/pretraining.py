@@ -85,7 +85,7 @@ def ours(args):
   modeling.BertConfig.preset(args.preset, vocab_size=VOCAB_SIZE).to_json_file(config_file)
   assert modeling.BertConfig.from_json_file(config_file).num_hidden_layers == layers
   steps = args.steps
-  pretraining.run(pretraining.RunConfig(
+  pretraining.run(pretraining.PretrainingOptions(
       bert_config_file=config_file, input_file=args.records, output_dir=os.path.join(work, "out"),
       max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS, do_train=True,
       train_batch_size=args.batch_size, learning_rate=1e-4, num_train_steps=2 * steps,

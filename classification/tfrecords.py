@@ -1,4 +1,4 @@
-"""Features <-> TFRecord files with Google's feature names, and the tf.data input function.
+"""Features -> TFRecord files with Google's feature names, and their parse spec.
 
 Each record holds `input_ids`, `input_mask`, `segment_ids` (int64 x seq_length),
 `label_ids` (one int64; one float for regression) and `is_real_example` (one
@@ -51,7 +51,8 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
       tf.io.gfile.remove(tmp)
 
 
-def _feature_spec(seq_length, is_regression):
+def feature_spec(seq_length, is_regression=False):
+  """The records' `tf.io.parse_example` spec: Google's fixed-length features."""
   return {
       "input_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
       "input_mask": tf.io.FixedLenFeature([seq_length], tf.int64),
@@ -59,34 +60,3 @@ def _feature_spec(seq_length, is_regression):
       "label_ids": tf.io.FixedLenFeature([], tf.float32 if is_regression else tf.int64),
       "is_real_example": tf.io.FixedLenFeature([], tf.int64),
   }
-
-
-def decode_record(record, seq_length, is_regression=False):
-  """A serialized record -> dict of tensors; int64 is cast to int32 as Google does."""
-  example = tf.io.parse_single_example(record, _feature_spec(seq_length, is_regression))
-  return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in example.items()}
-
-
-def file_based_input_fn_builder(input_file, seq_length, is_training, drop_remainder,
-                                is_regression=False, shuffle_buffer=100, seed=None):
-  """Google's builder: returns input_fn(params) -> batched dataset of feature dicts.
-
-  Training data is repeated forever and shuffled (buffer 100, as Google);
-  eval/predict data is read once in file order. `params["batch_size"]` sets the
-  batch size; with `drop_remainder` a last partial batch is dropped (pad the
-  examples with `pad_to_batch_multiple` first to keep every example).
-  """
-  if not tf.io.gfile.exists(input_file):
-    raise FileNotFoundError(f"TFRecord file not found: {input_file}")
-
-  def input_fn(params):
-    d = tf.data.TFRecordDataset(input_file)
-    if is_training:
-      d = d.repeat().shuffle(buffer_size=shuffle_buffer, seed=seed)
-    d = d.map(lambda r: decode_record(r, seq_length, is_regression),
-              num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    d = d.batch(params["batch_size"], drop_remainder=drop_remainder)
-    return d.prefetch(tf.data.AUTOTUNE)
-
-  return input_fn
-

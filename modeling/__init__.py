@@ -8,6 +8,7 @@ Public API:
   masked_lm_loss, next_sentence_loss, pretraining_loss  -- Google's losses
   load_checkpoint(model, path)                     -- Google TF1 / HF / our TF2, detected
   load_config(path)                                -- the BertConfig stored with a checkpoint
+  BertCheckpointing                                -- a trainer task's checkpoint methods
   save_google_checkpoint(model, prefix)            -- write Google's TF1 format
   new_checkpoint(model, ...), restore_model        -- our TF2 `tf.train.Checkpoint`s
 Parameter accounting lives in `modeling.params` (also a CLI).
@@ -19,13 +20,14 @@ from modeling.encoder import INPUT_NAMES, build_encoder
 from modeling.heads import build_pretraining_model
 from modeling.losses import masked_lm_loss, next_sentence_loss, pretraining_loss
 from modeling.checkpoints.assign import CheckpointError, LoadReport
-from modeling.checkpoints.auto import detect_format, load_checkpoint, load_config
+from modeling.checkpoints.auto import (BertCheckpointing, detect_format, load_checkpoint,
+                                       load_config)
 from modeling.checkpoints.google_tf1 import load_google_checkpoint, save_google_checkpoint
 from modeling.checkpoints.huggingface import load_hf_config, load_huggingface_checkpoint
 from modeling.checkpoints.tf2 import new_checkpoint, restore_model
 
 __all__ = [
-    "BertConfig", "CheckpointError", "ConfigError", "INPUT_NAMES", "LoadReport", "PRESETS",
+    "BertCheckpointing", "BertConfig", "CheckpointError", "ConfigError", "INPUT_NAMES", "LoadReport", "PRESETS",
     "build_classifier", "build_encoder", "build_pretraining_model", "detect_format",
     "load_checkpoint", "load_config", "load_google_checkpoint", "load_hf_config",
     "load_huggingface_checkpoint", "masked_lm_loss", "new_checkpoint", "next_sentence_loss",

@@ -1,10 +1,11 @@
-"""BERT pre-training on the `training` machinery: the library behind run_pretraining.py.
+"""BERT pre-training as a task on the `training` runner: the library behind run_pretraining.py.
 
-Modules: `inputs` (TFRecord files checked up front; the tf.data pipeline),
-`task` (model, Google's loss and metrics) and `run` (`RunConfig`, `run`).
+Modules: `inputs` (TFRecord files checked up front), `task` (model, Google's
+loss and metrics on the shared TFRecord pipeline) and `run`
+(`PretrainingOptions`, `run`).
 """
 
-from pretraining.inputs import InputError
-from pretraining.run import RunConfig, run
+from pretraining.run import PretrainingOptions, run
+from pretraining.task import PretrainingTask
 
-__all__ = ["InputError", "RunConfig", "run"]
+__all__ = ["PretrainingOptions", "PretrainingTask", "run"]

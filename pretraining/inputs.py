@@ -1,4 +1,4 @@
-"""The pre-training input: TFRecord files checked up front, and their tf.data pipeline.
+"""The pre-training input files, checked up front against the flags and the model's config.
 
 Records have Google's features (`pretraining_data.features`), so files from
 Google's create_pretraining_data.py and from ours are read alike.
@@ -7,30 +7,8 @@ Google's create_pretraining_data.py and from ours are read alike.
 from absl import logging
 import tensorflow as tf
 
+from fileio import InputError
 from pretraining_data import features as features_lib
-
-# Records in the shuffle buffer after the files are interleaved (Google's 100).
-SHUFFLE_BUFFER = 100
-# Files read in parallel by the training pipeline.
-CYCLE_LENGTH = 4
-
-
-class InputError(ValueError):
-  """Input files that are missing, unreadable or do not match the model's config."""
-
-
-def resolve_input_files(input_file):
-  """The sorted files matched by `input_file`, comma-separated globs; raises if none."""
-  patterns = [p.strip() for p in input_file.split(",") if p.strip()]
-  if not patterns:
-    raise InputError("--input_file names no file")
-  files = []
-  for pattern in patterns:
-    matched = sorted(tf.io.gfile.glob(pattern))
-    if not matched:
-      raise InputError(f"input_file {pattern!r} matches no file")
-    files.extend(matched)
-  return files
 
 
 def _first_example(path):
@@ -89,50 +67,3 @@ def check_records(files, max_seq_length, max_predictions_per_seq, bert_config):
     if problems:
       raise InputError(f"{path}: the first record does not match: " + "; ".join(problems))
   logging.info("Checked the first record of %d input file(s)", len(files))
-
-
-def _parser(max_seq_length, max_predictions_per_seq):
-  spec = features_lib.feature_spec(max_seq_length, max_predictions_per_seq)
-
-  def parse(serialized):
-    """[B] serialized records -> dict of [B, length] tensors; int64 becomes int32."""
-    parsed = tf.io.parse_example(serialized, spec)
-    return {name: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t
-            for name, t in parsed.items()}
-  return parse
-
-
-def make_dataset_fn(files, batch_size, max_seq_length, max_predictions_per_seq,
-                    is_training, seed=None):
-  """A `dataset_fn(input_context)` for `training.Trainer` / `training.evaluate`.
-
-  Training: files sharded across input pipelines (records when there are
-  fewer files than pipelines), shuffled, repeated, read `CYCLE_LENGTH` at a
-  time and interleaved, records shuffled. Evaluation: files read in order,
-  once. Both batch to the per-replica size, dropping the remainder, as Google.
-  """
-  parse = _parser(max_seq_length, max_predictions_per_seq)
-
-  def dataset_fn(context):
-    per_replica = context.get_per_replica_batch_size(batch_size)
-    shard_files = len(files) >= context.num_input_pipelines
-    d = tf.data.Dataset.from_tensor_slices(files)
-    if shard_files:
-      d = d.shard(context.num_input_pipelines, context.input_pipeline_id)
-    if is_training:
-      d = d.repeat().shuffle(len(files), seed=seed)
-      d = d.interleave(tf.data.TFRecordDataset,
-                       cycle_length=min(CYCLE_LENGTH, len(files)),
-                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    else:
-      d = d.flat_map(tf.data.TFRecordDataset)
-    if not shard_files:
-      d = d.shard(context.num_input_pipelines, context.input_pipeline_id)
-    if is_training:
-      d = d.shuffle(SHUFFLE_BUFFER, seed=seed)
-    d = d.batch(per_replica, drop_remainder=True)
-    d = d.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-    return d.prefetch(tf.data.AUTOTUNE)
-
-  return dataset_fn
-

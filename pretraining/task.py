@@ -14,38 +14,59 @@ import tensorflow as tf
 import tf_keras
 
 import modeling
-
-def model_fn(bert_config, max_seq_length, max_predictions_per_seq):
-  """() -> the pre-training model (encoder + masked-LM and next-sentence heads)."""
-  return lambda: modeling.build_pretraining_model(
-      bert_config, seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
-      masked_positions_only=True)
+from pretraining_data import features as features_lib
+from training import inputs
+from training import task as task_lib
 
 
-def loss_fn(features, outputs):
-  """(total loss, metric updates) for one per-replica batch."""
-  mlm_logits = outputs["masked_lm_logits"]  # [B, P, V] float32
-  nsp_logits = outputs["next_sentence_logits"]  # [B, 2] float32
-  weights = features["masked_lm_weights"]  # [B, P]
-  # The predictions are the logits' argmax, as in Google's metric_fn.
-  mlm_loss, mlm_per_slot, mlm_predictions = modeling.masked_lm_loss(
-      mlm_logits, features["masked_lm_ids"], weights)
-  nsp_loss, nsp_per_example, nsp_predictions = modeling.next_sentence_loss(
-      nsp_logits, features["next_sentence_labels"])
-  nsp_labels = tf.reshape(features["next_sentence_labels"], [-1])  # [B]
-  updates = {
-      "masked_lm_accuracy": (features["masked_lm_ids"], mlm_predictions, weights),
-      "masked_lm_loss": (mlm_per_slot, weights),
-      "next_sentence_accuracy": (nsp_labels, nsp_predictions),
-      "next_sentence_loss": (nsp_per_example,),
-  }
-  return mlm_loss + nsp_loss, updates
+class PretrainingTask(modeling.BertCheckpointing, task_lib.Task):
+  """Masked LM + next sentence on Google's pre-training TFRecords."""
 
+  def __init__(self, bert_config, files, max_seq_length, max_predictions_per_seq,
+               kernels="fused", seed=None):
+    self.bert_config = bert_config
+    self.files = files
+    self.max_seq_length = max_seq_length
+    self.max_predictions_per_seq = max_predictions_per_seq
+    self.kernels = kernels
+    self.seed = seed
 
-def metrics_fn():
-  return {
-      "masked_lm_accuracy": tf_keras.metrics.Accuracy("masked_lm_accuracy"),
-      "masked_lm_loss": tf_keras.metrics.Mean("masked_lm_loss"),
-      "next_sentence_accuracy": tf_keras.metrics.Accuracy("next_sentence_accuracy"),
-      "next_sentence_loss": tf_keras.metrics.Mean("next_sentence_loss"),
-  }
+  def build_model(self):
+    """Encoder + masked-LM and next-sentence heads; the last layer runs at the masked slots only."""
+    return modeling.build_pretraining_model(
+        self.bert_config, seq_length=self.max_seq_length,
+        max_predictions_per_seq=self.max_predictions_per_seq, masked_positions_only=True,
+        kernels=self.kernels)
+
+  def dataset_fn(self, mode, batch_size):
+    # Evaluation drops the last partial batch, as Google's input_fn does.
+    return inputs.tfrecord_dataset_fn(
+        self.files, features_lib.feature_spec(self.max_seq_length, self.max_predictions_per_seq),
+        mode, batch_size, seed=self.seed, drop_remainder=True)
+
+  def loss(self, features, outputs):
+    """(total loss, metric updates) for one per-replica batch."""
+    mlm_logits = outputs["masked_lm_logits"]  # [B, P, V] float32
+    nsp_logits = outputs["next_sentence_logits"]  # [B, 2] float32
+    weights = features["masked_lm_weights"]  # [B, P]
+    # The predictions are the logits' argmax, as in Google's metric_fn.
+    mlm_loss, mlm_per_slot, mlm_predictions = modeling.masked_lm_loss(
+        mlm_logits, features["masked_lm_ids"], weights, kernels=self.kernels)
+    nsp_loss, nsp_per_example, nsp_predictions = modeling.next_sentence_loss(
+        nsp_logits, features["next_sentence_labels"], kernels=self.kernels)
+    nsp_labels = tf.reshape(features["next_sentence_labels"], [-1])  # [B]
+    updates = {
+        "masked_lm_accuracy": (features["masked_lm_ids"], mlm_predictions, weights),
+        "masked_lm_loss": (mlm_per_slot, weights),
+        "next_sentence_accuracy": (nsp_labels, nsp_predictions),
+        "next_sentence_loss": (nsp_per_example,),
+    }
+    return mlm_loss + nsp_loss, updates
+
+  def metrics(self):
+    return {
+        "masked_lm_accuracy": tf_keras.metrics.Accuracy("masked_lm_accuracy"),
+        "masked_lm_loss": tf_keras.metrics.Mean("masked_lm_loss"),
+        "next_sentence_accuracy": tf_keras.metrics.Accuracy("next_sentence_accuracy"),
+        "next_sentence_loss": tf_keras.metrics.Mean("next_sentence_loss"),
+    }

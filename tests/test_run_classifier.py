@@ -86,7 +86,7 @@ def test_outputs_like_google(sentiment_run):
     assert os.path.exists(os.path.join(output_dir, name)), name
   with open(os.path.join(output_dir, "eval_results.txt")) as f:
     results = dict(line.rstrip("\n").split(" = ") for line in f)
-  assert sorted(results) == ["eval_accuracy", "eval_loss", "global_step"]
+  assert sorted(results) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
   assert results["global_step"] == "75"  # int(600 / 16 * 2)
   assert 0.5 < float(results["eval_accuracy"]) <= 1.0 and float(results["eval_loss"]) > 0
   probabilities = np.loadtxt(os.path.join(output_dir, "test_results.tsv"), delimiter="\t")
@@ -170,17 +170,18 @@ def _embeddings(output_dir, vocab_size):
 
 
 def test_warm_start_from_minilm_huggingface_dir(minilm_dir, shared_dir, tmp_path):
-  """No bert_config_file: the HF config.json is used; learning_rate 0 keeps MiniLM's weights."""
+  """No bert_config_file: the HF config.json is used; a learning rate of 1e-30 (0 is refused)
+  moves no float32 weight, so MiniLM's weights are kept."""
   minilm_dir = str(minilm_dir)
   data = _slice_glue(shared_dir, "SST-2", str(tmp_path / "data"), 24)
   options = run.ClassifierOptions(
       task_name="sst-2", data_dir=data, vocab_file=os.path.join(minilm_dir, "vocab.txt"),
       output_dir=str(tmp_path / "out"), init_checkpoint=minilm_dir, max_seq_length=32,
-      do_train=True, do_eval=True, train_batch_size=8, num_train_epochs=1, learning_rate=0.0,
+      do_train=True, do_eval=True, train_batch_size=8, num_train_epochs=1, learning_rate=1e-30,
       seed=1)
   done = run.run_classifier(options)
   assert done["eval"]["global_step"] == 3
-  assert set(done["eval"]) == {"eval_accuracy", "eval_loss", "global_step"}
+  assert set(done["eval"]) == {"eval_accuracy", "eval_loss", "global_step", "loss"}
   from safetensors.numpy import load_file  # pylint: disable=import-outside-toplevel
   weights = load_file(os.path.join(minilm_dir, "model.safetensors"))
   expected = next(v for k, v in weights.items() if k.endswith("word_embeddings.weight"))
@@ -191,9 +192,9 @@ def test_warm_start_from_google_checkpoint_on_pairs(shared_dir, tmp_path):
   tiny = shared_dir / "fixtures" / "google_bert_tiny"
   options = _google_tiny_options(shared_dir, tmp_path, "mrpc", "MRPC", 16,
                                  bert_config_file=str(tiny / "bert_config.json"),
-                                 max_seq_length=48, do_eval=True, learning_rate=0.0)
+                                 max_seq_length=48, do_eval=True, learning_rate=1e-30)
   done = run.run_classifier(options)
-  assert set(done["eval"]) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step"}
+  assert set(done["eval"]) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"}
   expected = tf.train.load_checkpoint(str(tiny / "bert_model.ckpt")).get_tensor(
       "bert/embeddings/word_embeddings")
   np.testing.assert_array_equal(_embeddings(str(tmp_path / "out"), 30522), expected)
@@ -203,7 +204,7 @@ def test_stsb_regression(shared_dir, tmp_path):
   options = _google_tiny_options(shared_dir, tmp_path, "sts-b", "STS-B", 20, max_seq_length=32,
                                  do_eval=True, do_predict=True)
   done = run.run_classifier(options)
-  assert set(done["eval"]) == {"eval_pearson", "eval_spearman", "eval_loss", "global_step"}
+  assert set(done["eval"]) == {"eval_pearson", "eval_spearman", "eval_loss", "global_step", "loss"}
   assert done["eval"]["global_step"] == 2
   with open(tmp_path / "out" / "test_results.tsv") as f:
     lines = f.read().splitlines()
@@ -240,11 +241,20 @@ def test_vocab_size_mismatch(shared_dir, tmp_path):
                                 bert_config_file=str(tiny / "bert_config.json")))
 
 
+@pytest.mark.parametrize("flag, value", [("train_batch_size", 0), ("learning_rate", 0.0),
+                                         ("learning_rate", float("nan")),
+                                         ("num_train_epochs", -1.0), ("eval_batch_size", -8)])
+def test_bad_numbers_are_refused_before_any_work(tmp_path, flag, value):
+  with pytest.raises(ValueError, match=f"--{flag} must be positive, got {value}"):
+    _options(tmp_path, **{flag: value})
+  assert not (tmp_path / "out").exists()
+
+
 def test_nothing_to_do(tmp_path):
   with pytest.raises(ValueError, match="at least one of do_train"):
     run.run_classifier(_options(tmp_path, do_train=False))
 
 
 def test_eval_without_any_weights(tmp_path):
-  with pytest.raises(ValueError, match="no checkpoint in output_dir .* and no init_checkpoint"):
+  with pytest.raises(ValueError, match="no checkpoint in output_dir .* and no --init_checkpoint"):
     run.run_classifier(_options(tmp_path, do_train=False, do_eval=True))

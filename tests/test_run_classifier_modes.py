@@ -124,7 +124,7 @@ def test_mixed_bfloat16_trains_and_exports_float32(tmp_path):
                      export_dir=str(tmp_path / "export"), predict_batch_size=16,
                      **dict(EXACT, num_train_epochs=0.25))
   done = run.run_classifier(options)
-  assert sorted(done["eval"]) == ["eval_accuracy", "eval_loss", "global_step"]
+  assert sorted(done["eval"]) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
   assert done["eval"]["global_step"] == 9
   assert math.isfinite(done["eval"]["eval_loss"]) and done["eval"]["eval_loss"] > 0
   # Variables stay float32 under the mixed policy.
@@ -203,7 +203,7 @@ def test_generic_csv_outputs(generic_run):
     assert json.load(f) == {"labels": GENERIC_LABELS, "is_regression": False}
   with open(os.path.join(output_dir, "eval_results.txt")) as f:
     results = dict(line.rstrip("\n").split(" = ") for line in f)
-  assert sorted(results) == ["eval_accuracy", "eval_loss", "global_step"]
+  assert sorted(results) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
   assert results["global_step"] == "6"  # int(48 / 8 * 1)
   # 16 dev examples: accuracy is a multiple of 1/16.
   assert float(results["eval_accuracy"]) * 16 == pytest.approx(

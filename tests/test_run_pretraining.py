@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+import fileio
 import modeling
 import pretraining
 from pretraining_data import pipeline
@@ -60,7 +61,7 @@ def run_config(data, output_dir, **flags):
                 num_warmup_steps=4, save_checkpoints_steps=20, iterations_per_loop=10,
                 log_steps=10, max_eval_steps=5, seed=1)
   values.update(flags)
-  return pretraining.RunConfig(**values)
+  return pretraining.PretrainingOptions(**values)
 
 
 def read_events(output_dir):
@@ -161,7 +162,7 @@ def test_eval_of_googles_checkpoint_matches_its_reference(shared_dir, tmp_path):
   names = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
            "masked_lm_weights", "next_sentence_labels")
   write_records(tmp_path / "ref.tfrecord", {name: ref[name] for name in names})
-  results = pretraining.run(pretraining.RunConfig(
+  results = pretraining.run(pretraining.PretrainingOptions(
       bert_config_file=str(fixture / "bert_config.json"),
       input_file=str(tmp_path / "ref.tfrecord"), output_dir=str(tmp_path / "out"),
       init_checkpoint=str(fixture / "bert_model.ckpt"), max_seq_length=32,
@@ -216,15 +217,15 @@ def test_xla_gives_the_same_losses_and_bfloat16_trains(data, tmp_path):
 def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
   input_file, config_file, _ = data
   first = sorted(glob.glob(input_file))[0]
-  with pytest.raises(pretraining.InputError,
+  with pytest.raises(fileio.InputError,
                      match=r"a\.tfrecord: the first record does not match: feature "
                      r"'input_ids' has length 64, expected 128 \(--max_seq_length=128\)"):
     pretraining.run(run_config(data, tmp_path / "o1", max_seq_length=128))
-  with pytest.raises(pretraining.InputError,
+  with pytest.raises(fileio.InputError,
                      match=r"'masked_lm_positions' has length 10, expected 20 "
                      r"\(--max_predictions_per_seq=20\)"):
     pretraining.run(run_config(data, tmp_path / "o2", max_predictions_per_seq=20))
-  with pytest.raises(pretraining.InputError,
+  with pytest.raises(fileio.InputError,
                      match="max_seq_length 256 exceeds the model's max_position_embeddings 128"):
     pretraining.run(run_config(data, tmp_path / "o2", max_seq_length=256))
   # A file whose records have another length, among good ones: named.
@@ -235,21 +236,21 @@ def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
              masked_lm_weights=np.ones([2, PRED], np.float32),
              next_sentence_labels=np.zeros([2, 1], np.int64))
   write_records(tmp_path / "short.tfrecord", ref)
-  with pytest.raises(pretraining.InputError,
+  with pytest.raises(fileio.InputError,
                      match=r"short\.tfrecord: .*'input_ids' has length 32, expected 64"):
     pretraining.run(run_config(data, tmp_path / "o3",
                                input_file=f"{first},{tmp_path / 'short.tfrecord'}"))
   (tmp_path / "text.tfrecord").write_text("not a record file\n")
-  with pytest.raises(pretraining.InputError, match=r"text\.tfrecord: not a readable TFRecord"):
+  with pytest.raises(fileio.InputError, match=r"text\.tfrecord: not a readable TFRecord"):
     pretraining.run(run_config(data, tmp_path / "o4", input_file=str(tmp_path / "text.tfrecord")))
   # The model's config against the data.
   small = modeling.BertConfig.from_json_file(config_file).replace(vocab_size=100)
   small.to_json_file(str(tmp_path / "small.json"))
-  with pytest.raises(pretraining.InputError, match=r"a\.tfrecord: .*token id \d+ >= the "
+  with pytest.raises(fileio.InputError, match=r"a\.tfrecord: .*token id \d+ >= the "
                      r"model's vocab_size 100"):
     pretraining.run(run_config(data, tmp_path / "o5",
                                bert_config_file=str(tmp_path / "small.json")))
-  with pytest.raises(pretraining.InputError, match="matches no file"):
+  with pytest.raises(fileio.InputError, match="matches no file"):
     pretraining.run(run_config(data, tmp_path / "o6", input_file=str(tmp_path / "none*.rec")))
   with pytest.raises(modeling.ConfigError, match="cannot read BERT config"):
     pretraining.run(run_config(data, tmp_path / "o7", bert_config_file=str(tmp_path / "no.json")))

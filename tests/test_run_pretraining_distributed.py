@@ -75,7 +75,7 @@ def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(tmp_path):
                            cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT,
                            check=False)
   assert missing.returncode == 1
-  assert "run_pretraining: error: input_file " in missing.stderr
+  assert "run_pretraining: error: --input_file " in missing.stderr
   assert "none*.tfrecord' matches no file" in missing.stderr
   process = subprocess.Popen(command(values), cwd=REPO, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
@@ -89,7 +89,7 @@ def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(tmp_path):
   assert "Warm start" not in resumed.stderr  # init_checkpoint only without a checkpoint
   assert tf.train.latest_checkpoint(str(output_dir)).endswith(f"model.ckpt-{steps}")
   # Weights, Adam slots, step and input position came back: the same end.
-  pretraining.run(pretraining.RunConfig(**job_flags(
+  pretraining.run(pretraining.PretrainingOptions(**job_flags(
       ",".join(files), config_file, init, tmp_path / "whole", num_train_steps=steps,
       save_checkpoints_steps=steps, iterations_per_loop=10, log_steps=10)))
   got, want = final_weights(output_dir), final_weights(tmp_path / "whole")
@@ -122,7 +122,7 @@ def test_mirrored_over_two_cpus_matches_one_device(tmp_path):
                            capture_output=True, text=True, timeout=TIMEOUT, check=False)
   assert process.returncode == 0, process.stderr[-5000:]
   assert "Training with MirroredStrategy over 2 replica(s)" in process.stderr
-  pretraining.run(pretraining.RunConfig(**dict(values, output_dir=str(tmp_path / "one"),
+  pretraining.run(pretraining.PretrainingOptions(**dict(values, output_dir=str(tmp_path / "one"),
                                                distribution_strategy="one_device")))
   mirrored = single.read_events(str(tmp_path / "mirrored"))["loss"]
   one = single.read_events(str(tmp_path / "one"))["loss"]

@@ -8,12 +8,20 @@ import tensorflow as tf
 
 from classification import (InputExample, PaddingInputExample, convert_examples_to_features,
                             convert_single_example, pad_to_batch_multiple, write_test_results)
-from classification.tfrecords import (file_based_convert_examples_to_features,
-                                      file_based_input_fn_builder)
+from classification.tfrecords import feature_spec, file_based_convert_examples_to_features
 from tokenization import FullTokenizer
 from tokenization.packing import truncate_seq_pair
+from training import inputs
+from training import task as task_lib
 
 WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "far", "away", "today"]
+
+
+def _dataset(path, seq_length, mode, batch_size, is_regression=False, **kwargs):
+  """The training pipeline's dataset over one record file, for one input pipeline."""
+  dataset_fn = inputs.tfrecord_dataset_fn([path], feature_spec(seq_length, is_regression), mode,
+                                          batch_size, **kwargs)
+  return dataset_fn(tf.distribute.InputContext())
 
 
 @pytest.fixture(scope="module")
@@ -122,8 +130,7 @@ def test_tfrecord_round_trip_with_google_feature_names(tmp_path, tiny_tokenizer)
                                        "is_real_example"}
   assert list(raw.features.feature["input_ids"].int64_list.value) == expected[0].input_ids
   assert list(raw.features.feature["label_ids"].int64_list.value) == [0]
-  batches = list(file_based_input_fn_builder(path, 12, is_training=False,
-                                             drop_remainder=False)({"batch_size": 3}))
+  batches = list(_dataset(path, 12, task_lib.EVAL, 3))
   assert [len(b["input_ids"]) for b in batches] == [3, 3, 2]
   got = {k: np.concatenate([b[k].numpy() for b in batches]) for k in batches[0]}
   assert all(v.dtype == np.int32 for v in got.values())
@@ -139,9 +146,7 @@ def test_regression_records_and_training_input(tmp_path, tiny_tokenizer):
   examples = [InputExample(str(i), "cat sat", "dog", i / 4) for i in range(5)]
   path = str(tmp_path / "train.tf_record")
   file_based_convert_examples_to_features(examples, None, 8, tiny_tokenizer, path)
-  input_fn = file_based_input_fn_builder(path, 8, is_training=True, drop_remainder=True,
-                                         is_regression=True, seed=1)
-  batches = list(input_fn({"batch_size": 4}).take(5))
+  batches = list(_dataset(path, 8, task_lib.TRAIN, 4, is_regression=True, seed=1).take(5))
   # Training repeats the 5 records forever and keeps whole batches only.
   assert [b["input_ids"].shape for b in batches] == [(4, 8)] * 5
   labels = np.concatenate([b["label_ids"].numpy() for b in batches])
@@ -156,8 +161,7 @@ def test_predict_padding_gives_one_output_line_per_example(tmp_path, tiny_tokeni
   padded = pad_to_batch_multiple(examples, 4)
   path = str(tmp_path / "predict.tf_record")
   file_based_convert_examples_to_features(padded, ["neg", "pos"], 10, tiny_tokenizer, path)
-  batches = list(file_based_input_fn_builder(path, 10, is_training=False,
-                                             drop_remainder=True)({"batch_size": 4}))
+  batches = list(_dataset(path, 10, task_lib.PREDICT, 4, drop_remainder=True))
   # Every batch is full (as TPU needs); without padding the 5th example would be dropped.
   assert [len(b["input_ids"]) for b in batches] == [4, 4]
   real = np.concatenate([b["is_real_example"].numpy() for b in batches])

@@ -30,13 +30,14 @@ from absl import logging
 import tensorflow as tf
 import tf_keras
 
+from cli import UserError
 from training import checkpointing
 from training import precision
 from training import strategy as strategy_lib
 from training import summaries
 
 
-class NonFiniteLossError(RuntimeError):
+class NonFiniteLossError(UserError, RuntimeError):
   """Training stopped because the loss became NaN or infinite."""
 
 

@@ -80,3 +80,18 @@ def load_config(path):
     raise ConfigError(f"no {GOOGLE_CONFIG_NAME} beside checkpoint {path!r}; pass the "
                       "config file explicitly")
   return BertConfig.from_json_file(config_file)
+
+
+class BertCheckpointing:
+  """A trainer task's checkpoint methods (`training.task.Task`) for BERT models.
+
+  output_dir's checkpoints are `tf2.new_checkpoint`s (weights by Google name),
+  so each is also an init_checkpoint for every script; warm starts and
+  evaluation read any format `load_checkpoint` detects.
+  """
+
+  def new_checkpoint(self, model, optimizer, **extra):
+    return tf2.new_checkpoint(model, optimizer, **extra)
+
+  def load_weights(self, model, path):
+    return load_checkpoint(model, path).summary()

@@ -1,0 +1,74 @@
+"""The scripts' shared contract: a user error is one line and exit 1, Ctrl-C exit 130, and
+`--help` lists the runtime flags with each trainer script's own."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
+
+
+def _script(tmp_path, body):
+  """A script `demo.py` whose main runs `body` under cli.run."""
+  path = tmp_path / "demo.py"
+  path.write_text(textwrap.dedent("""
+      import time
+      import cli
+
+      def main(argv):
+      {}
+
+      cli.run(main)
+      """).format(textwrap.indent(textwrap.dedent(body), "  ")))
+  return [sys.executable, str(path)]
+
+
+def test_user_error_is_one_line_and_exit_1(tmp_path):
+  out = subprocess.run(_script(tmp_path, 'raise cli.FlagError("--x must be positive, got 0")'),
+                       capture_output=True, text=True, env=ENV, check=False)
+  assert (out.returncode, out.stderr) == (1, "demo: error: --x must be positive, got 0\n")
+
+
+def test_a_bug_keeps_its_traceback(tmp_path):
+  out = subprocess.run(_script(tmp_path, "return {}['missing']"), capture_output=True,
+                       text=True, env=ENV, check=False)
+  assert out.returncode == 1 and "Traceback" in out.stderr and "KeyError" in out.stderr
+
+
+def test_exit_status_of_main(tmp_path):
+  out = subprocess.run(_script(tmp_path, "return 3"), capture_output=True, text=True, env=ENV,
+                       check=False)
+  assert out.returncode == 3 and out.stderr == ""
+
+
+def test_ctrl_c_is_exit_130(tmp_path):
+  process = subprocess.Popen(_script(tmp_path, 'print("ready", flush=True)\ntime.sleep(60)'),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+  assert process.stdout.readline() == "ready\n"
+  process.send_signal(signal.SIGINT)
+  _, stderr = process.communicate(timeout=30)
+  assert (process.returncode, stderr) == (130, "demo: interrupted\n")
+
+
+RUNTIME_FLAGS = ("--distribution_strategy", "--dtype", "--use_xla", "--kernels", "--optimizer",
+                 "--gradient_accumulation_steps", "--iterations_per_loop",
+                 "--save_checkpoints_steps", "--keep_checkpoint_max", "--log_steps", "--seed",
+                 "--use_tpu", "--tpu_name")
+
+
+@pytest.mark.parametrize("script, own", [("run_pretraining.py", "--max_predictions_per_seq"),
+                                         ("run_classifier.py", "--warmup_proportion")])
+def test_help_lists_the_runtime_flags(script, own):
+  out = subprocess.run([sys.executable, os.path.join(REPO, script), "--help"],
+                       capture_output=True, text=True, env=ENV, check=False)
+  assert "--bert_config_file" in out.stdout, out.stderr[-2000:]  # absl's --help exits 1
+  for flag in (own,) + RUNTIME_FLAGS:
+    assert f"  {flag}:" in out.stdout or f"  --[no]{flag[2:]}:" in out.stdout, flag
+  # Only the script's flags, not TensorFlow's ~130 internal ones (those are in --helpfull).
+  assert "--tt_check_filter" not in out.stdout and "--[no]alsologtostderr" not in out.stdout
