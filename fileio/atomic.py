@@ -45,7 +45,7 @@ class AtomicFile:
 
   def abort(self):
     self.file.close()
-    filesystem.remove(self.temp_path)
+    filesystem.delete(self.temp_path)
 
 
 @contextlib.contextmanager
@@ -71,18 +71,19 @@ def atomic_directory(path):
   """Yields a new empty directory beside `path` that replaces `path` only if the block succeeds.
 
   On any exception the new directory is deleted and `path` is left as it was.
-  Local directories are renamed atomically; on object stores (gs://) a
-  directory rename copies its files, and TensorFlow's ram:// cannot rename one.
+  Readers see the old directory or the new one (or, for an instant, none),
+  never a partial one. On object stores (gs://) a directory rename copies its
+  files, so there it is not atomic; TensorFlow's ram:// does not move them at all.
   """
   path = os.fspath(path).rstrip("/")
   temp = temporary_path(path)
-  filesystem.rmtree(temp)  # left by a crashed process that had our pid
+  filesystem.delete(temp)  # left by a crashed process that had our pid
   filesystem.makedirs(temp)
   try:
     yield temp
     replace_directory(temp, path)
   except BaseException:
-    filesystem.rmtree(temp)
+    filesystem.delete(temp)
     raise
 
 
@@ -93,7 +94,7 @@ def replace_directory(source, target):
   place; if that move fails, it is put back.
   """
   old = temporary_path(target, "old")
-  filesystem.rmtree(old)
+  filesystem.delete(old)
   had_target = filesystem.exists(target)
   if had_target:
     filesystem.rename(target, old)
@@ -103,4 +104,4 @@ def replace_directory(source, target):
     if had_target:
       filesystem.rename(old, target)
     raise
-  filesystem.rmtree(old)
+  filesystem.delete(old)

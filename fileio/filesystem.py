@@ -3,8 +3,8 @@
 A path with a scheme goes through `tf.io.gfile`, imported on first use; a
 local path goes through `os`, so that programs touching only local files
 (create_pretraining_data and its workers, `tokenization`) never import
-TensorFlow, which costs them seconds of start-up. Text is UTF-8 with "\\n" line
-ends on both sides (GFile neither decodes other encodings nor translates newlines).
+TensorFlow, which costs them seconds of start-up. Text is written as UTF-8
+without newline translation on both kinds of path, as GFile writes it.
 """
 
 import glob as globlib
@@ -77,21 +77,14 @@ def rename(source, target):
     _gfile().rename(source, target, overwrite=True)
 
 
-def remove(path):
-  """Deletes file `path` if it exists."""
+def delete(path):
+  """Deletes file or directory `path` with all it holds; nothing if it does not exist."""
   if not exists(path):
     return
-  if is_local(path):
-    os.remove(path)
-  else:
-    _gfile().remove(path)
-
-
-def rmtree(path):
-  """Deletes directory `path` and all it holds, if it exists."""
-  if not exists(path):
-    return
-  if is_local(path):
+  if not is_local(path):
+    gfile = _gfile()
+    (gfile.rmtree if gfile.isdir(path) else gfile.remove)(path)
+  elif os.path.isdir(path):
     shutil.rmtree(path)
   else:
-    _gfile().rmtree(path)
+    os.remove(path)
