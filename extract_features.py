@@ -7,8 +7,8 @@ checkpoints as `init_checkpoint`.
 from absl import app
 from absl import flags
 
+from feature_extraction import extract
 import modeling
-from modeling import extract
 import tokenization
 
 FLAGS = flags.FLAGS

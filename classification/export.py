@@ -13,13 +13,12 @@ The vocabulary and label_list.json are assets. Loading needs only
 `tensorflow` and `tensorflow_text` (for the WordPiece op).
 """
 
-import os
-import shutil
 import tempfile
 
 import tensorflow as tf
 
 from classification import labels as labels_lib
+from fileio import atomic_directory
 from tokenization.in_graph import InGraphTokenizer
 
 SIGNATURE_IDS = "serving_default"
@@ -69,30 +68,16 @@ class ClassifierModule(tf.Module):
 
 def export_saved_model(model, export_dir, vocab_file, do_lower_case, max_seq_length, label_list,
                        is_regression):
-  """Writes the SavedModel to `export_dir` atomically (temp dir + rename); returns export_dir.
+  """Writes the SavedModel to `export_dir`, replacing it atomically (`fileio.atomic_directory`).
 
-  `label_list` is the label names in id order (None for regression).
+  `label_list` is the label names in id order (None for regression). Returns export_dir.
   """
-  export_dir = os.path.abspath(export_dir)
-  parent = os.path.dirname(export_dir)
-  os.makedirs(parent, exist_ok=True)
-  tmp = tempfile.mkdtemp(dir=parent, prefix="." + os.path.basename(export_dir) + ".")
-  old = None
-  try:
-    label_file = labels_lib.save_label_list(os.path.join(tmp, "extra"), label_list or [],
-                                            is_regression)
+  with tempfile.TemporaryDirectory() as staging, atomic_directory(export_dir) as saved:
+    # The label file is an asset: saving copies it into the SavedModel's assets/.
+    label_file = labels_lib.save_label_list(staging, label_list or [], is_regression)
     module = ClassifierModule(model, vocab_file, do_lower_case, max_seq_length, label_list,
                               is_regression, label_file)
-    saved = os.path.join(tmp, "saved_model")
     tf.saved_model.save(module, saved, signatures={
         SIGNATURE_IDS: module.serve_ids, SIGNATURE_TEXT: module.serve_text,
         SIGNATURE_TEXT_PAIR: module.serve_text_pair})
-    if os.path.exists(export_dir):
-      old = tempfile.mkdtemp(dir=parent, prefix="." + os.path.basename(export_dir) + ".old.")
-      os.rename(export_dir, os.path.join(old, "previous"))
-    os.rename(saved, export_dir)
-  finally:
-    shutil.rmtree(tmp, ignore_errors=True)
-    if old:
-      shutil.rmtree(old, ignore_errors=True)
   return export_dir

@@ -3,7 +3,7 @@
 import json
 import os
 
-from fileio import atomic_write_text
+from fileio import atomic_write_text, open_file
 
 LABEL_LIST_FILE = "label_list.json"
 
@@ -27,8 +27,8 @@ def load_label_list(path):
   """Reads a label list written by save_label_list: returns (labels, is_regression)."""
   path = _file_path(path)
   try:
-    with open(path, encoding="utf-8") as f:
-      data = json.load(f)
+    with open_file(path, "rb") as f:
+      data = json.loads(f.read())
   except json.JSONDecodeError as e:
     raise ValueError(f"{path}: not a label list ({e})") from None
   if (not isinstance(data, dict) or not isinstance(data.get("labels"), list)

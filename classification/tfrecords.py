@@ -9,6 +9,7 @@ import tensorflow as tf
 from absl import logging
 
 from classification.features import convert_single_example
+from fileio import atomic_output, frame_record
 
 
 def _int64s(values):
@@ -33,22 +34,16 @@ def features_to_tf_example(feature):
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
                                             output_file):
-  """Converts examples and writes them to `output_file` (atomically: temp file + rename).
+  """Converts examples and writes them to `output_file` atomically (`fileio.atomic_output`).
 
   `label_list=None` marks a regression task (float `label_ids`).
   """
-  tmp = output_file + ".tmp"
-  try:
-    with tf.io.TFRecordWriter(tmp) as writer:
-      for i, example in enumerate(examples):
-        if i % 10000 == 0:
-          logging.info("Writing example %d of %d", i, len(examples))
-        feature = convert_single_example(i, example, label_list, max_seq_length, tokenizer)
-        writer.write(features_to_tf_example(feature).SerializeToString())
-    tf.io.gfile.rename(tmp, output_file, overwrite=True)
-  finally:
-    if tf.io.gfile.exists(tmp):
-      tf.io.gfile.remove(tmp)
+  with atomic_output(output_file, "wb") as writer:
+    for i, example in enumerate(examples):
+      if i % 10000 == 0:
+        logging.info("Writing example %d of %d", i, len(examples))
+      feature = convert_single_example(i, example, label_list, max_seq_length, tokenizer)
+      writer.write(frame_record(features_to_tf_example(feature).SerializeToString()))
 
 
 def feature_spec(seq_length, is_regression=False):

@@ -1,6 +1,16 @@
-"""File helpers shared by the scripts: atomic output files and input file patterns."""
+"""File handling shared by the scripts: input patterns, atomic outputs, TFRecord framing.
 
-from fileio.atomic import atomic_output, atomic_write_text
+Every function takes local paths and TensorFlow's file-system URLs (gs://,
+ram://, ...). Importing `fileio`, or using it on local paths only, does not
+import TensorFlow (`fileio.filesystem`).
+"""
+
+from fileio.atomic import AtomicFile, atomic_directory, atomic_output, atomic_write_text
+from fileio.filesystem import exists, file_size, isdir, open_file
 from fileio.patterns import InputError, resolve_input_files
+from fileio.tfrecord import frame_record
 
-__all__ = ["InputError", "atomic_output", "atomic_write_text", "resolve_input_files"]
+__all__ = [
+    "AtomicFile", "InputError", "atomic_directory", "atomic_output", "atomic_write_text",
+    "exists", "file_size", "frame_record", "isdir", "open_file", "resolve_input_files",
+]

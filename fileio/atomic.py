@@ -1,38 +1,107 @@
-"""Atomic file writes: write a temporary file beside the target, then rename it."""
+"""Atomic outputs: write under a hidden temporary name beside the target, then rename.
+
+Readers see the old file or the complete new one, never a half-written one;
+on any exception (Ctrl-C included) the temporary is deleted. The temporary is
+`.<name>.tmp-<pid>` in the target's directory (a rename does not cross file
+systems), and is created as any file is, so its mode follows the umask.
+"""
 
 import contextlib
 import os
-import tempfile
+import posixpath
+
+from fileio import filesystem
+
+
+def temporary_path(path, kind="tmp"):
+  """The hidden name `.<name>.<kind>-<pid>` beside `path`."""
+  head, name = posixpath.split(os.fspath(path).rstrip("/"))
+  return posixpath.join(head, f".{name}.{kind}-{os.getpid()}")
+
+
+class AtomicFile:
+  """An output file open under `temporary_path(path)` until `commit()` renames it to `path`.
+
+  `abort()` closes and deletes it instead. Use `atomic_output` unless several
+  files must be committed together.
+  """
+
+  def __init__(self, path, mode="w"):
+    """`mode`: "w" (UTF-8 text, "\\n" line ends) or "wb"; the parent directory is created."""
+    self.path = os.fspath(path)
+    self.temp_path = temporary_path(self.path)
+    parent = posixpath.dirname(self.path)
+    if parent:
+      filesystem.makedirs(parent)
+    self.file = filesystem.open_file(self.temp_path, mode)
+
+  def commit(self):
+    try:
+      filesystem.sync_and_close(self.file, self.temp_path)
+      filesystem.rename(self.temp_path, self.path)
+    except BaseException:
+      self.abort()
+      raise
+
+  def abort(self):
+    self.file.close()
+    filesystem.delete(self.temp_path)
 
 
 @contextlib.contextmanager
-def atomic_output(path, mode="w", encoding="utf-8", newline=None):
-  """Opens a temporary file beside `path`; renames it over `path` only if the block succeeds.
-
-  Readers therefore see either the old file or the complete new one, never a
-  half-written file; on any exception (Ctrl-C included) the temporary is deleted.
-  """
-  path = os.fspath(path)
-  directory = os.path.dirname(os.path.abspath(path))
-  os.makedirs(directory, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+def atomic_output(path, mode="w"):
+  """Yields a file (mode "w": UTF-8 text, or "wb") that replaces `path` only if the block succeeds."""
+  output = AtomicFile(path, mode)
   try:
-    if "b" in mode:
-      f = os.fdopen(fd, mode)
-    else:
-      f = os.fdopen(fd, mode, encoding=encoding, newline=newline)
-    with f:
-      yield f
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
+    yield output.file
   except BaseException:
-    if os.path.exists(tmp):
-      os.unlink(tmp)
+    output.abort()
+    raise
+  output.commit()
+
+
+def atomic_write_text(path, text):
+  """Writes `text` (UTF-8) to `path` so that readers never see a half-written file."""
+  with atomic_output(path, "w") as f:
+    f.write(text)
+
+
+@contextlib.contextmanager
+def atomic_directory(path):
+  """Yields a new empty directory beside `path` that replaces `path` only if the block succeeds.
+
+  On any exception the new directory is deleted and `path` is left as it was.
+  Readers see the old directory or the new one (or, for an instant, none),
+  never a partial one. On object stores (gs://) a directory rename copies its
+  files, so there it is not atomic; TensorFlow's ram:// does not move them at all.
+  """
+  path = os.fspath(path).rstrip("/")
+  temp = temporary_path(path)
+  filesystem.delete(temp)  # left by a crashed process that had our pid
+  filesystem.makedirs(temp)
+  try:
+    yield temp
+    replace_directory(temp, path)
+  except BaseException:
+    filesystem.delete(temp)
     raise
 
 
-def atomic_write_text(path, text, newline=""):
-  """Writes `text` (UTF-8) to `path` so readers never see a half-written file."""
-  with atomic_output(path, "w", newline=newline) as f:
-    f.write(text)
+def replace_directory(source, target):
+  """Moves directory `source` to `target`, replacing an existing `target`.
+
+  The old `target` is moved aside first and deleted only once `source` is in
+  place; if that move fails, it is put back.
+  """
+  old = temporary_path(target, "old")
+  filesystem.delete(old)
+  had_target = filesystem.exists(target)
+  if had_target:
+    filesystem.rename(target, old)
+  try:
+    filesystem.rename(source, target)
+  except BaseException:
+    if had_target:
+      filesystem.rename(old, target)
+    raise
+  filesystem.delete(old)

@@ -1,29 +1,36 @@
-"""Comma-separated input file patterns, as Google's scripts take them."""
+"""Comma-separated input file patterns, as Google's scripts take them, and InputError."""
 
-import glob
-import os
+import glob as globlib
+
+from fileio import filesystem
 
 
 class InputError(ValueError):
   """Input that cannot be used as given: the message names the file/line/flag."""
 
 
-def resolve_input_files(patterns):
-  """Comma-separated files or globs -> existing files, in order (each glob sorted)."""
+def resolve_input_files(patterns, flag="input_file"):
+  """Comma-separated files or globs (local, gs://, ...) -> files, in order, each glob sorted.
+
+  Raises InputError, naming `flag` and the path, for a glob that matches
+  nothing, a missing file, a directory, or a list that names no file.
+  """
   files = []
   for pattern in (p.strip() for p in patterns.split(",")):
     if not pattern:
       continue
-    if glob.has_magic(pattern):
-      matches = sorted(glob.glob(pattern))
+    if globlib.has_magic(pattern):
+      matches = filesystem.glob(pattern)
       if not matches:
-        raise InputError(f"--input_file pattern {pattern!r} matches no file")
+        raise InputError(f"--{flag} pattern {pattern!r} matches no file")
     else:
       matches = [pattern]
     for path in matches:
-      if not os.path.isfile(path):
-        raise InputError(f"input file not found: {path!r}")
+      if filesystem.isdir(path):
+        raise InputError(f"--{flag} names {path!r}: it is a directory, not a file")
+      if not filesystem.exists(path):
+        raise InputError(f"--{flag} names {path!r}: input file not found")
       files.append(path)
   if not files:
-    raise InputError("--input_file names no file")
+    raise InputError(f"--{flag} names no file")
   return files

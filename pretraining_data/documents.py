@@ -8,9 +8,8 @@ is not valid UTF-8 is skipped and counted (or, with `strict`, is an error).
 """
 
 import dataclasses
-import os
 
-from fileio import InputError
+from fileio import InputError, open_file
 
 
 @dataclasses.dataclass
@@ -29,7 +28,7 @@ def read_documents(files, stats, strict=False):
   """
   for path in files:
     doc, doc_bytes = [], 0
-    with open(path, "rb") as f:
+    with open_file(path, "rb") as f:
       for line_no, raw in enumerate(f, start=1):
         stats.bytes_read += len(raw)
         stats.lines += 1

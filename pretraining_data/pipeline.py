@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 import tokenization
-from fileio import InputError, resolve_input_files
+from fileio import InputError, file_size, resolve_input_files
 from pretraining_data import documents, instances, masking, writer
 
 # Target sizes of one task; fixed so that results do not depend on num_workers.
@@ -316,7 +316,7 @@ def run(config, progress_stream=sys.stderr):
   # Load and check the vocabulary here too, so a bad one fails before any worker starts.
   worker = _Worker(config)
 
-  total_bytes = sum(os.path.getsize(f) for f in input_files)
+  total_bytes = sum(file_size(f) for f in input_files)
   progress = Progress(total_bytes, progress_stream)
   read_stats = documents.ReadStats()
   stats = collections.Counter()

@@ -1,4 +1,4 @@
-"""tf.train.Example records in protobuf wire format, framed as TFRecords, written atomically.
+"""tf.train.Example records in protobuf wire format, written atomically as sharded TFRecords.
 
 Encoding by hand (no TensorFlow import, no proto objects) is what lets workers
 start in milliseconds and serialise an instance in microseconds. The bytes are
@@ -8,9 +8,9 @@ a valid `tf.train.Example`: features in Google's order, int64/float values packe
 import os
 import struct
 
-import google_crc32c
 import numpy as np
 
+from fileio import AtomicFile, exists, frame_record, isdir
 from pretraining_data import features
 
 
@@ -117,34 +117,22 @@ class ExampleEncoder:
     return records
 
 
-def _masked_crc(data):
-  crc = google_crc32c.value(data)
-  return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def frame_record(data):
-  """TFRecord framing: length, masked CRC32C of the length, data, masked CRC32C of data."""
-  header = struct.pack("<Q", len(data))
-  return b"".join((header, struct.pack("<I", _masked_crc(header)), data,
-                   struct.pack("<I", _masked_crc(data))))
-
-
 def check_outputs(paths, overwrite):
   """Fails before any work if an output exists (without `overwrite`) or cannot be created."""
   if len(set(map(os.path.abspath, paths))) != len(paths):
     raise OutputError(f"--output_file names the same file twice: {','.join(paths)}")
   for path in paths:
-    if os.path.isdir(path):
+    if isdir(path):
       raise OutputError(f"output path is a directory: {path!r}")
-    if os.path.exists(path) and not overwrite:
+    if exists(path) and not overwrite:
       raise OutputError(f"output file exists: {path!r} (pass --overwrite to replace it)")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
+    parent = os.path.dirname(path) or "."
+    if not isdir(parent):
       raise OutputError(f"output directory does not exist: {parent!r}")
 
 
 class ShardedRecordWriter:
-  """Writes framed records round-robin over `paths`, each under a temporary name.
+  """Writes framed records round-robin over `paths`, each a `fileio.AtomicFile`.
 
   Only `commit()` renames the temporary files to their final names, so a crash,
   an exception or Ctrl-C never leaves a file that looks complete; `abort()`
@@ -154,16 +142,15 @@ class ShardedRecordWriter:
   def __init__(self, paths, overwrite=False):
     check_outputs(paths, overwrite)
     self.paths = list(paths)
-    self.temp_paths = [
-        os.path.join(os.path.dirname(os.path.abspath(p)),
-                     f".{os.path.basename(p)}.incomplete-{os.getpid()}") for p in paths]
-    self._files = []
+    self._outputs = []
     try:
-      for temp in self.temp_paths:
-        self._files.append(open(temp, "wb"))
+      for path in self.paths:
+        self._outputs.append(AtomicFile(path, "wb"))
     except OSError as e:
       self.abort()
       raise OutputError(f"cannot create output file: {e}") from None
+    self.temp_paths = [output.temp_path for output in self._outputs]
+    self._files = [output.file for output in self._outputs]
     self._next = 0
     self.count = 0
 
@@ -173,21 +160,17 @@ class ShardedRecordWriter:
     self.count += 1
 
   def commit(self):
-    for f in self._files:
-      f.flush()
-      os.fsync(f.fileno())
-      f.close()
-    for temp, path in zip(self.temp_paths, self.paths):
-      os.replace(temp, path)
-    self._files = []
+    try:
+      while self._outputs:
+        self._outputs[0].commit()  # on failure it deletes its own temporary file
+        self._outputs.pop(0)
+    finally:
+      self.abort()  # the files not committed, if one failed
 
   def abort(self):
-    for f in self._files:
-      f.close()
-    self._files = []
-    for temp in self.temp_paths:
-      if os.path.exists(temp):
-        os.remove(temp)
+    for output in self._outputs:
+      output.abort()
+    self._outputs = []
 
   def __enter__(self):
     return self

@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
+from feature_extraction import extract
 import modeling
-from modeling import extract
 import tokenization
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -89,14 +89,6 @@ def test_records_equal_protos_built_like_google(tokenizer):
   assert example_pb2.Example.FromString(data) == expected
 
 
-def test_tfrecord_framing_crc(tmp_path):
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  path = tmp_path / "framed.tfrecord"
-  path.write_bytes(writer.frame_record(b"hello world") * 2 + writer.frame_record(b""))
-  # TensorFlow's reader checks both CRCs of every record.
-  assert [r.numpy() for r in tf.data.TFRecordDataset(str(path))] == [b"hello world"] * 2 + [b""]
-
-
 def test_varint_rows_matches_protobuf():
   values = np.array([[0, 1, 127, 128, 300, 16383, 16384, 2 ** 21, 2 ** 35]], np.int64)
   data, offsets = writer.varint_rows(values)

@@ -156,6 +156,23 @@ def test_globs_and_comma_lists(tmp_path, heldout, google_vocab):
       "part0.txt", "part1.txt", "gutenberg_heldout.txt"]
 
 
+def test_tensorflow_file_systems(tmp_path, heldout, google_vocab):
+  """Input and output through tf.io.gfile (ram:// here, gs:// alike): the same bytes."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  text = heldout.read_text()[:20000]
+  (tmp_path / "in.txt").write_text(text)
+  local = _run(tmp_path, tmp_path / "in.txt", google_vocab, "local.tfrecord")
+  with tf.io.gfile.GFile("ram://pipeline/in.txt", "w") as f:
+    f.write(text)
+  remote = _run(tmp_path, "ram://pipeline/in*.txt", google_vocab,
+                output_file="ram://pipeline/out.tfrecord")
+  assert remote.instances == local.instances and remote.read.bytes_read == len(text.encode())
+  with tf.io.gfile.GFile("ram://pipeline/out.tfrecord", "rb") as f:
+    assert f.read() == (tmp_path / "local.tfrecord").read_bytes()
+  assert sorted(tf.io.gfile.listdir("ram://pipeline")) == ["in.txt", "out.tfrecord"]
+  tf.io.gfile.rmtree("ram://pipeline")
+
+
 def test_bad_vocab(tmp_path, heldout):
   with pytest.raises(tokenization.VocabError, match="not found"):
     _run(tmp_path, heldout, str(tmp_path / "nope.txt"))

@@ -21,7 +21,7 @@ import collections
 from absl import logging
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
-from fileio import atomic_output, resolve_input_files
+from fileio import atomic_output, open_file, resolve_input_files
 from tokenization.basic import BasicTokenizer
 
 JOINER = "##"
@@ -40,7 +40,7 @@ def count_words(files, do_lower_case=True):
   tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
   counts = collections.Counter()
   for path in files:
-    with open(path, "rb") as f:
+    with open_file(path, "rb") as f:
       for line_no, raw in enumerate(f, start=1):
         try:
           line = raw.decode("utf-8")
@@ -97,7 +97,7 @@ def learn_vocab(word_counts, vocab_size, min_frequency=2, num_unused=10):
 
 def write_vocab(tokens, output_file):
   """Writes one token per line (UTF-8, LF) atomically: a temp file renamed over `output_file`."""
-  with atomic_output(output_file, newline="\n") as f:
+  with atomic_output(output_file) as f:
     f.writelines(t + "\n" for t in tokens)
 
 

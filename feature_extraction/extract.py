@@ -14,7 +14,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from fileio import atomic_output
+from fileio import atomic_output, open_file
 from modeling.checkpoints.auto import load_checkpoint
 from modeling.encoder import build_encoder
 from tokenization import convert_to_unicode
@@ -42,7 +42,7 @@ class InputFeatures:
 def read_examples(input_file):
   """One example per line; `a ||| b` is a pair. Ids count from 0, as Google's."""
   examples = []
-  with open(input_file, "rb") as f:
+  with open_file(input_file, "rb") as f:
     for unique_id, raw in enumerate(f):
       line = convert_to_unicode(raw).strip()
       m = _PAIR_RE.match(line)

@@ -1,0 +1,166 @@
+"""fileio: input patterns, atomic files and directories, TFRecord framing; local and ram://."""
+
+import itertools
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+import fileio
+from fileio import InputError, atomic_directory, atomic_output, atomic_write_text, filesystem
+from tests.conftest import REPO
+
+_ram_dirs = itertools.count()
+
+
+@pytest.fixture(params=["local", "ram"])
+def root(request, tmp_path):
+  """An empty directory: a local one, or one in TensorFlow's in-memory file system."""
+  if request.param == "local":
+    yield str(tmp_path)
+    return
+  path = f"ram://fileio_test/{next(_ram_dirs)}"
+  tf.io.gfile.makedirs(path)
+  yield path
+  tf.io.gfile.rmtree(path)
+
+
+def _write(path, text):
+  with tf.io.gfile.GFile(path, "w") as f:
+    f.write(text)
+
+
+def _read(path):
+  with tf.io.gfile.GFile(path, "rb") as f:
+    return f.read().decode("utf-8")
+
+
+def test_files_and_globs_in_order(root):
+  for name in ("b.txt", "a.txt", "c.dat", "z.txt"):
+    _write(f"{root}/{name}", name)
+  assert fileio.resolve_input_files(f"{root}/z.txt, {root}/*.txt,{root}/c.dat,") == [
+      f"{root}/z.txt", f"{root}/a.txt", f"{root}/b.txt", f"{root}/z.txt", f"{root}/c.dat"]
+
+
+def test_bad_patterns_name_the_flag_and_the_path(root):
+  tf.io.gfile.makedirs(f"{root}/sub")
+  _write(f"{root}/a.txt", "a")
+  with pytest.raises(InputError, match=r"--input_file pattern '.*/\*\.nothing' matches no file"):
+    fileio.resolve_input_files(f"{root}/a.txt,{root}/*.nothing")
+  with pytest.raises(InputError, match=r"--train_file names '.*/missing.txt': input file not"):
+    fileio.resolve_input_files(f"{root}/missing.txt", flag="train_file")
+  with pytest.raises(InputError, match=r"names '.*/sub': it is a directory, not a file"):
+    fileio.resolve_input_files(f"{root}/sub")
+  with pytest.raises(InputError, match=r"names '.*/sub': it is a directory"):
+    fileio.resolve_input_files(f"{root}/*")  # a glob that matches a directory too
+  for empty in ("", " , ,"):
+    with pytest.raises(InputError, match="--input_file names no file"):
+      fileio.resolve_input_files(empty)
+  assert issubclass(InputError, ValueError)
+
+
+def test_atomic_output_replaces_only_on_success(root):
+  path = f"{root}/out.txt"
+  atomic_write_text(path, "old\n")
+  with atomic_output(path) as f:
+    f.write("new\r\nüñï\n")  # UTF-8, line ends written as given
+    assert _read(path) == "old\n"  # readers see the old file until the end
+    assert sorted(tf.io.gfile.listdir(root)) == [f".out.txt.tmp-{os.getpid()}", "out.txt"]
+  assert _read(path) == "new\r\nüñï\n"
+  for error in (RuntimeError("boom"), KeyboardInterrupt()):
+    with pytest.raises(type(error)):
+      with atomic_output(path, "wb") as f:
+        f.write(b"partial")
+        raise error
+    assert _read(path) == "new\r\nüñï\n"
+    assert tf.io.gfile.listdir(root) == ["out.txt"]
+
+
+def test_atomic_output_creates_the_parent_directory(root):
+  atomic_write_text(f"{root}/new/dir/out.txt", "x")
+  assert _read(f"{root}/new/dir/out.txt") == "x"
+  assert tf.io.gfile.listdir(f"{root}/new/dir") == ["out.txt"]
+
+
+@pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_local_files_follow_the_umask(tmp_path, umask, mode):
+  previous = os.umask(umask)
+  try:
+    atomic_write_text(tmp_path / "out.txt", "x")
+    with atomic_output(tmp_path / "out.bin", "wb") as f:
+      f.write(b"x")
+  finally:
+    os.umask(previous)
+  for name in ("out.txt", "out.bin"):
+    assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == mode
+
+
+def test_atomic_directory_replaces_only_on_success(tmp_path):
+  target = tmp_path / "export"
+  with atomic_directory(target) as new:
+    assert os.path.basename(new) == f".export.tmp-{os.getpid()}"
+    (tmp_path / new / "v1").write_text("1")
+  assert os.listdir(target) == ["v1"]
+  with pytest.raises(KeyboardInterrupt):
+    with atomic_directory(target) as new:
+      (tmp_path / new / "v2").write_text("2")
+      raise KeyboardInterrupt
+  assert os.listdir(target) == ["v1"] and os.listdir(tmp_path) == ["export"]
+  with atomic_directory(str(target) + "/") as new:
+    (tmp_path / new / "v3").write_text("3")
+  assert os.listdir(target) == ["v3"] and os.listdir(tmp_path) == ["export"]
+
+
+def test_failed_directory_move_puts_the_old_one_back(tmp_path, monkeypatch):
+  target = tmp_path / "export"
+  target.mkdir()
+  (target / "v1").write_text("1")
+  real = filesystem.rename
+
+  def failing(source, dest):
+    if ".tmp-" in os.fspath(source):
+      raise OSError("injected")
+    real(source, dest)
+
+  monkeypatch.setattr(filesystem, "rename", failing)
+  with pytest.raises(OSError, match="injected"):
+    with atomic_directory(target) as new:
+      (tmp_path / new / "v2").write_text("2")
+  assert os.listdir(target) == ["v1"] and os.listdir(tmp_path) == ["export"]
+
+
+def test_frame_record_is_read_by_tensorflow(root):
+  path = f"{root}/framed.tfrecord"
+  with atomic_output(path, "wb") as f:
+    f.write(fileio.frame_record(b"hello world") * 2 + fileio.frame_record(b""))
+  # TensorFlow's reader checks both CRCs of every record.
+  assert [r.numpy() for r in tf.data.TFRecordDataset(path)] == [b"hello world"] * 2 + [b""]
+
+
+def test_reading_helpers(root):
+  _write(f"{root}/a.txt", "one\ntwo\n")
+  with fileio.open_file(f"{root}/a.txt", "rb") as f:
+    assert list(f) == [b"one\n", b"two\n"]
+  assert fileio.file_size(f"{root}/a.txt") == 8
+  assert fileio.exists(f"{root}/a.txt") and not fileio.exists(f"{root}/b.txt")
+  assert fileio.isdir(root) and not fileio.isdir(f"{root}/a.txt")
+
+
+def test_local_paths_do_not_import_tensorflow(tmp_path):
+  """create_pretraining_data's processes and `tokenization` rely on it for a fast start."""
+  code = f"""
+import sys
+import fileio, pretraining_data.pipeline, tokenization
+base = {str(tmp_path)!r}
+fileio.atomic_write_text(base + "/a.txt", "x")
+with fileio.atomic_output(base + "/b.bin", "wb") as f:
+  f.write(fileio.frame_record(b"x"))
+assert fileio.resolve_input_files(base + "/*") == [base + "/a.txt", base + "/b.bin"]
+with fileio.atomic_directory(base + "/d"):
+  pass
+assert "tensorflow" not in sys.modules, "fileio imported TensorFlow"
+"""
+  subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=60)
