@@ -5,10 +5,10 @@ Example:
       --output_file=sample_data/vocab.txt --vocab_size=3000
 """
 
-from absl import app
 from absl import flags
 from absl import logging
 
+import cli
 from tokenization import vocab_builder
 
 FLAGS = flags.FLAGS
@@ -33,4 +33,4 @@ def main(_):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["input_file", "output_file"])
-  app.run(main)
+  cli.run(main)

@@ -9,11 +9,10 @@ import dataclasses
 import signal
 import sys
 
-from absl import app, flags
+from absl import flags
 
-import tokenization
-from fileio import InputError
-from pretraining_data import pipeline, writer
+import cli
+from pretraining_data import pipeline
 
 flags.DEFINE_string("input_file", None,
                     "Input raw text file(s) or glob(s), comma-separated. One sentence per line, "
@@ -53,18 +52,10 @@ def main(argv):
   signal.signal(signal.SIGTERM, pipeline.request_stop)
   names = [f.name for f in dataclasses.fields(pipeline.Config)]
   config = pipeline.Config(**{name: getattr(FLAGS, name) for name in names})
-  try:
-    summary = pipeline.run(config)
-  except (InputError, writer.OutputError, tokenization.VocabError, ValueError) as e:
-    print(f"create_pretraining_data: error: {e}", file=sys.stderr)
-    return 1
-  except KeyboardInterrupt:
-    print("create_pretraining_data: interrupted; no output file was written", file=sys.stderr)
-    return 130
+  summary = pipeline.run(config)
   print("\n".join(summary.lines()), file=sys.stderr)
-  return 0
 
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
-  app.run(lambda argv: sys.exit(main(argv)))
+  cli.run(main, interrupted_note=lambda: "no output file was written")

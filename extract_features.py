@@ -4,9 +4,9 @@ Accepts Google TF1 checkpoints, HuggingFace model directories and our TF2
 checkpoints as `init_checkpoint`.
 """
 
-from absl import app
 from absl import flags
 
+import cli
 from feature_extraction import extract
 import modeling
 import tokenization
@@ -42,4 +42,4 @@ def main(_):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["input_file", "output_file", "init_checkpoint", "vocab_file"])
-  app.run(main)
+  cli.run(main)

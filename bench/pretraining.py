@@ -82,7 +82,8 @@ def ours(args):
   layers, hidden = PRESETS[args.preset]
   work = tempfile.mkdtemp(prefix="bench_pretraining_")
   config_file = os.path.join(work, "bert_config.json")
-  modeling.BertConfig.preset(args.preset, vocab_size=VOCAB_SIZE).to_json_file(config_file)
+  with open(config_file, "w", encoding="utf-8") as f:
+    f.write(modeling.BertConfig.preset(args.preset, vocab_size=VOCAB_SIZE).to_json_string())
   assert modeling.BertConfig.from_json_file(config_file).num_hidden_layers == layers
   steps = args.steps
   pretraining.run(pretraining.PretrainingOptions(

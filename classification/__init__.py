@@ -1,14 +1,18 @@
-"""The model-independent layer of `run_classifier.py`: tasks, features, metrics, outputs.
+"""The classification trainer behind `run_classifier.py`: data, features, task, outputs.
 
-Mirrors what Google's `run_classifier.py` does around the model:
+Mirrors Google's `run_classifier.py`:
 - `processors` / `glue` / `generic` / `registry`: reading GLUE files (and a user's own
   TSV/CSV) into `InputExample`s, looked up by Google's task names;
 - `features`: `convert_single_example` and predict-time padding, exactly as Google;
-- `tfrecords`: the TFRecord files and the `tf.data` input function (imports TensorFlow);
+- `tfrecords`: the TFRecord files and their parse spec;
 - `metrics`: per-task evaluation metrics in numpy;
-- `outputs` / `labels`: `test_results.tsv`, `eval_results.txt` and the saved label list.
+- `outputs` / `labels`: `test_results.tsv` and the saved label list;
+- `task`: the model, the loss (one function for training and evaluation) and
+  eval_results.txt's keys, as a `training.task.Task`;
+- `run`: `ClassifierOptions` and the train / eval / predict / export steps;
+- `export`: the SavedModel that takes raw text.
 
-Only `tfrecords` imports TensorFlow, so the rest can be used (and tested) without it.
+The names exported here (processors, features, metrics, outputs) do not import TensorFlow.
 """
 
 from classification.examples import InputExample, PaddingInputExample

@@ -5,6 +5,7 @@ import dataclasses
 from absl import logging
 
 from classification.examples import PaddingInputExample
+from classification.processors import DataFormatError
 from tokenization.packing import pack_tokens
 
 
@@ -45,7 +46,7 @@ def _label_id(example, label_list):
   try:
     return label_list.index(example.label)
   except ValueError:
-    raise ValueError(f"example {example.guid}: label {example.label!r} is not in the label "
+    raise DataFormatError(f"example {example.guid}: label {example.label!r} is not in the label "
                      f"list {label_list}") from None
 
 

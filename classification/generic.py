@@ -12,6 +12,7 @@ label is an integer, else as strings) and must be saved with the model
 import os
 
 from classification.processors import DataFormatError, DataProcessor, Layout
+from cli import FlagError
 
 _DELIMITERS = {".tsv": "\t", ".csv": ","}
 
@@ -45,7 +46,7 @@ class DelimitedFileProcessor(DataProcessor):
     super().__init__(skip_bad_rows=skip_bad_rows)
     if not header and not all(_is_index(c) for c in (text_a_column, text_b_column,
                                                      label_column) if c is not None):
-      raise ValueError("without a header, columns must be given as 0-based indices")
+      raise FlagError("without a header, columns must be given as 0-based indices")
     self._columns = dict(text_a=text_a_column, text_b=text_b_column, label=label_column)
     self.header = header
     self.delimiter = "\t" if delimiter in ("\\t", "tab") else delimiter
@@ -100,7 +101,7 @@ class DelimitedFileProcessor(DataProcessor):
       return self.delimiter
     ext = os.path.splitext(path)[1].lower()
     if ext not in _DELIMITERS:
-      raise ValueError(f"{path}: cannot tell the delimiter from the extension {ext!r}; "
+      raise FlagError(f"{path}: cannot tell the delimiter from the extension {ext!r}; "
                        "give it explicitly")
     return _DELIMITERS[ext]
 

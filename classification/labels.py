@@ -3,7 +3,7 @@
 import json
 import os
 
-from fileio import atomic_write_text, open_file
+from fileio import InputError, atomic_write_text, open_file
 
 LABEL_LIST_FILE = "label_list.json"
 
@@ -30,11 +30,11 @@ def load_label_list(path):
     with open_file(path, "rb") as f:
       data = json.loads(f.read())
   except json.JSONDecodeError as e:
-    raise ValueError(f"{path}: not a label list ({e})") from None
+    raise InputError(f"{path}: not a label list ({e})") from None
   if (not isinstance(data, dict) or not isinstance(data.get("labels"), list)
       or not isinstance(data.get("is_regression"), bool)
       or not all(isinstance(l, str) for l in data["labels"])):
-    raise ValueError(f"{path}: not a label list; expected "
+    raise InputError(f"{path}: not a label list; expected "
                      '{"labels": [strings], "is_regression": true|false}')
   return data["labels"], data["is_regression"]
 

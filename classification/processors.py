@@ -19,9 +19,10 @@ import os
 from absl import logging
 
 from classification.examples import InputExample
+from cli import UserError
 
 
-class DataFormatError(ValueError):
+class DataFormatError(UserError, ValueError):
   """A data file does not have the layout its task expects."""
 
 

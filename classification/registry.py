@@ -4,6 +4,7 @@ import functools
 
 from classification import glue
 from classification.generic import DelimitedFileProcessor
+from cli import FlagError
 
 # Lower-cased task name -> processor factory. Aliases accept GLUE's directory names.
 _PROCESSORS = {
@@ -32,7 +33,7 @@ def canonical_task_name(task_name):
   key = task_name.strip().lower()
   key = _ALIASES.get(key, key)
   if key not in _PROCESSORS:
-    raise ValueError(f"unknown task_name {task_name!r}; known tasks: {', '.join(TASK_NAMES)}")
+    raise FlagError(f"unknown task_name {task_name!r}; known tasks: {', '.join(TASK_NAMES)}")
   return key
 
 
@@ -46,4 +47,4 @@ def get_processor(task_name, **options):
   try:
     return _PROCESSORS[key](**options)
   except TypeError as e:
-    raise ValueError(f"bad options {sorted(options)} for task {task_name!r}: {e}") from None
+    raise FlagError(f"bad options {sorted(options)} for task {task_name!r}: {e}") from None

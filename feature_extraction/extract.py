@@ -14,6 +14,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from cli import FlagError
+
 from fileio import atomic_output, open_file
 from modeling.checkpoints.auto import load_checkpoint
 from modeling.encoder import build_encoder
@@ -63,10 +65,10 @@ def parse_layers(layers, num_layers):
   try:
     indexes = [int(x) for x in layers.split(",")]
   except ValueError:
-    raise ValueError(f"layers must be comma-separated integers, got {layers!r}") from None
+    raise FlagError(f"--layers must be comma-separated integers, got {layers!r}") from None
   bad = [i for i in indexes if not -num_layers <= i < num_layers]
   if bad:
-    raise ValueError(f"layers {bad} out of range for a model with {num_layers} layers")
+    raise FlagError(f"--layers {bad} out of range for a model with {num_layers} layers")
   return indexes
 
 
@@ -89,7 +91,7 @@ def extract_features(config, init_checkpoint, tokenizer, input_file, output_file
   Returns the number of examples written.
   """
   if max_seq_length > config.max_position_embeddings:
-    raise ValueError(f"max_seq_length {max_seq_length} is longer than the model's "
+    raise FlagError(f"--max_seq_length {max_seq_length} is longer than the model's "
                      f"max_position_embeddings {config.max_position_embeddings}")
   layer_indexes = parse_layers(layers, config.num_hidden_layers)
   examples = read_examples(input_file)

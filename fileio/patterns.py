@@ -2,10 +2,12 @@
 
 import glob as globlib
 
+from cli import UserError
+
 from fileio import filesystem
 
 
-class InputError(ValueError):
+class InputError(UserError, ValueError):
   """Input that cannot be used as given: the message names the file/line/flag."""
 
 

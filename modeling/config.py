@@ -8,11 +8,12 @@ Google's defaults, except `vocab_size`, which has no default.
 import dataclasses
 import json
 
-from fileio import atomic_write_text
+from cli import UserError
+
 from modeling import activations
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
   """A BERT config that cannot describe a valid model."""
 
 
@@ -124,10 +125,6 @@ class BertConfig:
 
   def to_json_string(self):
     return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
-
-  def to_json_file(self, path):
-    """Writes `bert_config.json` atomically (temp file in the same dir, then rename)."""
-    atomic_write_text(path, self.to_json_string())
 
   def replace(self, **changes):
     return dataclasses.replace(self, **changes)

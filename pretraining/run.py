@@ -19,7 +19,7 @@ from absl import logging
 import tensorflow as tf
 
 from cli import FlagError
-from fileio import resolve_input_files
+from fileio import atomic_write_text, resolve_input_files
 import modeling
 from modeling.checkpoints.auto import GOOGLE_CONFIG_NAME
 from pretraining import inputs
@@ -68,7 +68,7 @@ def _save_config(bert_config, output_dir):
       raise FlagError(f"--bert_config_file differs from {path}, the config of the checkpoints "
                       f"in {output_dir}: resume with the same config or use a new output_dir")
     return
-  bert_config.to_json_file(path)
+  atomic_write_text(path, bert_config.to_json_string())
 
 
 def run(options):

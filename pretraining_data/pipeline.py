@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 
+from cli import FlagError
 import tokenization
 from fileio import InputError, file_size, resolve_input_files
 from pretraining_data import documents, instances, masking, writer
@@ -65,23 +66,26 @@ class Config:
   strict: bool = False
 
   def validate(self):
-    """Raises ValueError for settings that cannot produce instances."""
+    """Raises FlagError for settings that cannot produce instances."""
     if self.max_seq_length < 5:
-      raise ValueError(f"--max_seq_length={self.max_seq_length} is too small: "
+      raise FlagError(f"--max_seq_length={self.max_seq_length} is too small: "
                        "[CLS] A [SEP] B [SEP] needs at least 5 positions")
     if self.max_predictions_per_seq < 1:
-      raise ValueError(
+      raise FlagError(
           f"--max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}")
+    if self.max_predictions_per_seq > self.max_seq_length:
+      raise FlagError(f"--max_predictions_per_seq={self.max_predictions_per_seq} exceeds "
+                      f"--max_seq_length={self.max_seq_length}")
     if self.dupe_factor < 1:
-      raise ValueError(f"--dupe_factor must be >= 1, got {self.dupe_factor}")
+      raise FlagError(f"--dupe_factor must be >= 1, got {self.dupe_factor}")
     if not 0.0 < self.masked_lm_prob <= 1.0:
-      raise ValueError(f"--masked_lm_prob must be in (0, 1], got {self.masked_lm_prob}")
+      raise FlagError(f"--masked_lm_prob must be in (0, 1], got {self.masked_lm_prob}")
     if not 0.0 <= self.short_seq_prob <= 1.0:
-      raise ValueError(f"--short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
+      raise FlagError(f"--short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
     if self.chunk_mb <= 0:
-      raise ValueError(f"--chunk_mb must be > 0, got {self.chunk_mb}")
+      raise FlagError(f"--chunk_mb must be > 0, got {self.chunk_mb}")
     if self.num_workers < 0:
-      raise ValueError(f"--num_workers must be >= 0, got {self.num_workers}")
+      raise FlagError(f"--num_workers must be >= 0, got {self.num_workers}")
 
   @property
   def workers(self):

@@ -10,11 +10,12 @@ import struct
 
 import numpy as np
 
+from cli import UserError
 from fileio import AtomicFile, exists, frame_record, isdir
 from pretraining_data import features
 
 
-class OutputError(ValueError):
+class OutputError(UserError, ValueError):
   """Output paths that cannot be written as asked."""
 
 

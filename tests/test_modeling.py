@@ -31,7 +31,7 @@ def _inputs(batch=3, seq=16, vocab=99, seed=0):
 
 def test_config_json_round_trip_has_googles_keys(tmp_path):
   path = tmp_path / "bert_config.json"
-  TINY.to_json_file(path)
+  path.write_text(TINY.to_json_string())
   data = json.loads(path.read_text())
   assert sorted(data) == sorted([
       "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",

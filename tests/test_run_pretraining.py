@@ -37,10 +37,12 @@ def make_data(directory):
 def make_config_file(path, dropout=0.1):
   with open(os.path.join(REPO, "sample_data", "vocab.txt"), encoding="utf-8") as f:
     vocab_size = sum(1 for _ in f)
-  modeling.BertConfig(
+  config = modeling.BertConfig(
       vocab_size=vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
       intermediate_size=128, max_position_embeddings=2 * SEQ, type_vocab_size=2,
-      hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout).to_json_file(path)
+      hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(config.to_json_string())
   return str(path)
 
 
@@ -245,7 +247,7 @@ def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
     pretraining.run(run_config(data, tmp_path / "o4", input_file=str(tmp_path / "text.tfrecord")))
   # The model's config against the data.
   small = modeling.BertConfig.from_json_file(config_file).replace(vocab_size=100)
-  small.to_json_file(str(tmp_path / "small.json"))
+  (tmp_path / "small.json").write_text(small.to_json_string())
   with pytest.raises(fileio.InputError, match=r"a\.tfrecord: .*token id \d+ >= the "
                      r"model's vocab_size 100"):
     pretraining.run(run_config(data, tmp_path / "o5",

@@ -2,6 +2,8 @@
 
 import re
 
+from cli import FlagError
+
 from tokenization.basic import BasicTokenizer
 from tokenization.vocab import load_vocab
 from tokenization.wordpiece import WordpieceTokenizer
@@ -60,7 +62,7 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
     wrong, needed, kind = True, False, "cased"
   else:
     return
-  raise ValueError(
+  raise FlagError(
       f"do_lower_case={wrong} does not match the checkpoint {init_checkpoint!r}: "
       f"{name} is a {kind} model, so its vocabulary expects do_lower_case={needed}. "
       f"Pass --do_lower_case={needed}.")

@@ -45,7 +45,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tokenization.chars import is_control
-from tokenization.vocab import load_vocab
+from tokenization.vocab import VocabError, load_vocab
 
 # Google's WordpieceTokenizer limit, in characters.
 MAX_CHARS_PER_WORD = 200
@@ -129,7 +129,7 @@ class InGraphTokenizer(tf.Module):
     ids = {t: i for i, t in enumerate(vocab)}
     for token in ("[CLS]", "[SEP]", "[UNK]"):
       if token not in ids:
-        raise ValueError(f"vocab file {vocab_file!r} has no {token} token")
+        raise VocabError(f"vocab file {vocab_file!r} has no {token} token")
     self.do_lower_case = do_lower_case
     self.cls_id = ids["[CLS]"]
     self.sep_id = ids["[SEP]"]

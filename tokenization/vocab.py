@@ -3,8 +3,10 @@
 import collections
 import os
 
+from cli import UserError
 
-class VocabError(ValueError):
+
+class VocabError(UserError, ValueError):
   """A vocabulary file that cannot be used (missing, empty, duplicate or blank tokens)."""
 
 

@@ -21,7 +21,8 @@ import collections
 from absl import logging
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
-from fileio import atomic_output, open_file, resolve_input_files
+from cli import FlagError
+from fileio import InputError, atomic_output, open_file, resolve_input_files
 from tokenization.basic import BasicTokenizer
 
 JOINER = "##"
@@ -45,7 +46,7 @@ def count_words(files, do_lower_case=True):
         try:
           line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-          raise ValueError(f"{path}:{line_no}: not valid UTF-8 ({e.reason})") from None
+          raise InputError(f"{path}:{line_no}: not valid UTF-8 ({e.reason})") from None
         counts.update(tokenizer.tokenize(line))
     logging.info("Counted %s: %d distinct words so far", path, len(counts))
   return counts
@@ -69,14 +70,14 @@ def learn_vocab(word_counts, vocab_size, min_frequency=2, num_unused=10):
   """
   word_counts = {w: c for w, c in word_counts.items() if len(w) <= MAX_WORD_CHARS}
   if not word_counts:
-    raise ValueError("the input holds no words: cannot build a vocabulary")
+    raise InputError("the input holds no words: cannot build a vocabulary")
   reserved = special_tokens(num_unused)
   chars = sorted({ch for word in word_counts for ch in word})
   char_tokens = chars + [JOINER + ch for ch in chars]
   needed = len(reserved) + len(char_tokens)
   if vocab_size < needed:
-    raise ValueError(
-        f"vocab_size {vocab_size} is too small: the {len(reserved)} special tokens "
+    raise FlagError(
+        f"--vocab_size {vocab_size} is too small: the {len(reserved)} special tokens "
         f"and the {len(chars)} characters of the input with their ## forms need {needed}")
   # Most frequent first, ties by word: a fixed input order makes the output
   # independent of file and Counter order.

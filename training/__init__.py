@@ -1,8 +1,10 @@
-"""Model-agnostic training machinery under run_pretraining and run_classifier.
+"""Model-agnostic training machinery: the job skeleton every trainer runs on.
 
-Modules: `schedule` (warmup + linear decay), `optimizer` (AdamWeightDecay,
-LAMB), `strategy` (tf.distribute strategies by name), `precision` (mixed
-precision), `checkpointing` (resumable checkpoints), `summaries` (progress
-lines, TensorBoard), `loop` (the custom training loop) and `evaluation` (eval
-runs, eval_results.txt).
+A trainer writes a `task.Task` (model, data per mode, loss, metrics) and runs
+it with `runner.Runner` under `runtime.RuntimeOptions` (flags: `flags`).
+Underneath: `inputs` (the TFRecord pipeline), `loop` (the custom training
+loop), `evaluation` (eval and predict runs, eval_results.txt), `checkpointing`
+(resumable checkpoints), `optimizer` (AdamWeightDecay, LAMB), `schedule`
+(warmup + linear decay), `strategy` (tf.distribute strategies by name),
+`precision` (mixed precision) and `summaries` (progress lines, TensorBoard).
 """

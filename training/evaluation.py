@@ -1,4 +1,4 @@
-"""Evaluation under a strategy, and Google's eval_results.txt."""
+"""Evaluation and prediction under a strategy, and Google's eval_results.txt format."""
 
 import os
 
@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from fileio import atomic_write_text
 from training import loop
 
 
@@ -77,7 +78,4 @@ def write_eval_results(path, results):
   logging.info('***** Eval results *****')
   for line in text.splitlines():
     logging.info('  %s', line)
-  tmp_path = path + '.tmp'
-  with tf.io.gfile.GFile(tmp_path, 'w') as f:
-    f.write(text)
-  tf.io.gfile.rename(tmp_path, path, overwrite=True)
+  atomic_write_text(path, text)

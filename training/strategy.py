@@ -5,6 +5,8 @@ import os
 
 import tensorflow as tf
 
+from cli import FlagError
+
 STRATEGIES = ('one_device', 'mirrored', 'multi_worker_mirrored', 'tpu')
 
 
@@ -37,14 +39,14 @@ def build_strategy(name, num_gpus=None, tpu_name=None, tpu_zone=None,
     if num_gpus is None:
       num_gpus = len(gpus)
     if len(gpus) < num_gpus:
-      raise ValueError(f'num_gpus={num_gpus} but only {len(gpus)} GPUs are '
+      raise FlagError(f'num_gpus={num_gpus} but only {len(gpus)} GPUs are '
                        'visible')
     devices = (gpus[:num_gpus] or
                [d.name for d in tf.config.list_logical_devices('CPU')])
     return tf.distribute.MirroredStrategy(devices)
   if name == 'multi_worker_mirrored':
     if 'TF_CONFIG' not in os.environ:
-      raise ValueError('multi_worker_mirrored needs the cluster in the '
+      raise FlagError('multi_worker_mirrored needs the cluster in the '
                        'TF_CONFIG environment variable')
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == 'tpu':
@@ -53,7 +55,7 @@ def build_strategy(name, num_gpus=None, tpu_name=None, tpu_zone=None,
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
-  raise ValueError(f'distribution strategy must be one of {STRATEGIES}, '
+  raise FlagError(f'distribution strategy must be one of {STRATEGIES}, '
                    f'got {name!r}')
 
 

@@ -5,10 +5,12 @@ import dataclasses
 from absl import logging
 import numpy as np
 
+from cli import UserError
+
 from modeling.checkpoints import names as names_lib
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError, ValueError):
   """A checkpoint that does not fit the model (or is not a BERT checkpoint)."""
 
 
