@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+import cli
 import tokenization
 from fileio import InputError
 from pretraining_data import documents, masking, pipeline, writer
@@ -190,9 +191,10 @@ def test_bad_vocab(tmp_path, heldout):
     ("masked_lm_prob", 0.0, "masked_lm_prob"),
     ("dupe_factor", 0, "dupe_factor"),
     ("short_seq_prob", 1.5, "short_seq_prob"),
+    ("max_predictions_per_seq", 500, r"--max_predictions_per_seq=500 exceeds --max_seq_length"),
 ])
 def test_bad_settings(tmp_path, heldout, google_vocab, flag, value, message):
-  with pytest.raises(ValueError, match=message):
+  with pytest.raises(cli.FlagError, match=message):
     _run(tmp_path, heldout, google_vocab, **{flag: value})
 
 
