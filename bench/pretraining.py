@@ -78,7 +78,6 @@ def ours(args):
   """One measurement in this process; prints {"sequences_per_second": ...}."""
   import modeling  # pylint: disable=import-outside-toplevel
   import pretraining  # pylint: disable=import-outside-toplevel
-  from tests import test_run_pretraining  # pylint: disable=import-outside-toplevel
   layers, hidden = PRESETS[args.preset]
   work = tempfile.mkdtemp(prefix="bench_pretraining_")
   config_file = os.path.join(work, "bert_config.json")
@@ -93,7 +92,7 @@ def ours(args):
       num_warmup_steps=0, save_checkpoints_steps=2 * steps, iterations_per_loop=steps,
       log_steps=steps, keep_checkpoint_max=1, use_xla=args.variant == "xla",
       dtype="float32" if args.variant == "xla" else args.variant))
-  rate = test_run_pretraining.read_events(os.path.join(work, "out"))["examples_per_second"]
+  rate = summaries.read_scalars(os.path.join(work, "out"))["examples_per_second"]
   shutil.rmtree(work)
   from model import MatmulProbe  # pylint: disable=import-outside-toplevel  # bench/model.py
   probe = MatmulProbe()

@@ -20,6 +20,7 @@ from absl import logging
 
 from classification.examples import InputExample
 from cli import UserError
+from fileio import InputError
 
 
 class DataFormatError(UserError, ValueError):
@@ -56,7 +57,7 @@ def read_rows(path, delimiter="\t", quotechar=None):
   number is then the record's first line).
   """
   if not os.path.isfile(path):
-    raise FileNotFoundError(f"data file not found: {path}")
+    raise InputError(f"data file not found: {path}")
   if quotechar is None:
     with open(path, "rb") as f:
       for number, raw in enumerate(f, 1):

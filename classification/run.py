@@ -26,7 +26,7 @@ from classification import tfrecords
 from classification.features import pad_to_batch_multiple
 from classification.task import ClassifierTask
 from cli import FlagError
-from fileio import atomic_write_text
+from fileio import InputError, atomic_write_text
 import modeling
 import tokenization
 from training import runner as runner_lib
@@ -82,7 +82,7 @@ class ClassifierRun:
     tokenization.validate_case_matches_checkpoint(o.do_lower_case, o.init_checkpoint)
     self.processor = registry.get_processor(o.task_name, **o.task_options)
     if not os.path.isdir(o.data_dir) and (o.do_train or o.do_eval or o.do_predict):
-      raise FileNotFoundError(f"data_dir {o.data_dir!r} is not a directory")
+      raise InputError(f"--data_dir {o.data_dir!r} is not a directory")
     if not (o.bert_config_file or o.init_checkpoint):
       raise FlagError("pass bert_config_file (or an init_checkpoint that has its config "
                       "beside it, such as an HF directory with config.json)")

@@ -19,7 +19,7 @@ from modeling.config import PRESETS, BertConfig, ConfigError
 from modeling.encoder import INPUT_NAMES, build_encoder
 from modeling.heads import build_pretraining_model
 from modeling.losses import masked_lm_loss, next_sentence_loss, pretraining_loss
-from modeling.checkpoints.assign import CheckpointError, LoadReport
+from modeling.checkpoints.assign import CheckpointError, CheckpointNotFoundError, LoadReport
 from modeling.checkpoints.auto import (BertCheckpointing, detect_format, load_checkpoint,
                                        load_config)
 from modeling.checkpoints.google_tf1 import load_google_checkpoint, save_google_checkpoint
@@ -27,7 +27,8 @@ from modeling.checkpoints.huggingface import load_hf_config, load_huggingface_ch
 from modeling.checkpoints.tf2 import new_checkpoint, restore_model
 
 __all__ = [
-    "BertCheckpointing", "BertConfig", "CheckpointError", "ConfigError", "INPUT_NAMES", "LoadReport", "PRESETS",
+    "BertCheckpointing", "BertConfig", "CheckpointError", "CheckpointNotFoundError", "ConfigError",
+    "INPUT_NAMES", "LoadReport", "PRESETS",
     "build_classifier", "build_encoder", "build_pretraining_model", "detect_format",
     "load_checkpoint", "load_config", "load_google_checkpoint", "load_hf_config",
     "load_huggingface_checkpoint", "masked_lm_loss", "new_checkpoint", "next_sentence_loss",

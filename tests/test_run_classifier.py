@@ -11,6 +11,7 @@ import tensorflow as tf
 
 import classification
 from classification import run
+import fileio
 import modeling
 import tokenization
 
@@ -229,7 +230,7 @@ def test_unknown_task(tmp_path):
 
 def test_missing_data_file(tmp_path):
   (tmp_path / "data").mkdir()
-  with pytest.raises(FileNotFoundError, match=r"data/train\.tsv"):
+  with pytest.raises(fileio.InputError, match=r"data file not found: .*data/train\.tsv"):
     run.run_classifier(_options(tmp_path, data_dir=str(tmp_path / "data")))
 
 

@@ -18,7 +18,7 @@ import fileio
 import modeling
 import pretraining
 from pretraining_data import pipeline
-from training import loop
+from training import loop, summaries
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PRED = 64, 10
@@ -66,17 +66,6 @@ def run_config(data, output_dir, **flags):
   return pretraining.PretrainingOptions(**values)
 
 
-def read_events(output_dir):
-  """{tag: {step: value}} of the TensorBoard scalars in output_dir."""
-  events = {}
-  for path in glob.glob(os.path.join(output_dir, "events.out.tfevents.*")):
-    for record in tf.data.TFRecordDataset(path):
-      event = tf.compat.v1.Event.FromString(record.numpy())
-      for value in event.summary.value:
-        events.setdefault(value.tag, {})[event.step] = float(tf.make_ndarray(value.tensor))
-  return events
-
-
 def read_eval_results(output_dir):
   with open(os.path.join(output_dir, "eval_results.txt"), encoding="utf-8") as f:
     return {k: float(v) for k, v in (line.split(" = ") for line in f.read().splitlines())}
@@ -85,7 +74,7 @@ def read_eval_results(output_dir):
 def test_learns_and_its_checkpoints_feed_every_consumer(data, tmp_path):
   out = tmp_path / "run"
   results = pretraining.run(run_config(data, out, do_eval=True, log_steps=5))
-  events = read_events(str(out))
+  events = summaries.read_scalars(str(out))
   assert set(events) == {"loss", "learning_rate", "examples_per_second", "masked_lm_accuracy",
                          "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss"}
   assert sorted(events["loss"]) == list(range(5, 45, 5))
@@ -194,7 +183,7 @@ def first_losses(data, output_dir, **flags):
   pretraining.run(run_config((input_file, nodrop, nodrop), output_dir, num_train_steps=6,
                              log_steps=1, save_checkpoints_steps=6, iterations_per_loop=6,
                              **flags))
-  losses = read_events(str(output_dir))["loss"]
+  losses = summaries.read_scalars(str(output_dir))["loss"]
   return np.array([losses[step] for step in sorted(losses)])
 
 

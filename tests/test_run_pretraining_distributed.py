@@ -124,8 +124,8 @@ def test_mirrored_over_two_cpus_matches_one_device(tmp_path):
   assert "Training with MirroredStrategy over 2 replica(s)" in process.stderr
   pretraining.run(pretraining.PretrainingOptions(**dict(values, output_dir=str(tmp_path / "one"),
                                                distribution_strategy="one_device")))
-  mirrored = single.read_events(str(tmp_path / "mirrored"))["loss"]
-  one = single.read_events(str(tmp_path / "one"))["loss"]
+  mirrored = summaries.read_scalars(str(tmp_path / "mirrored"))["loss"]
+  one = summaries.read_scalars(str(tmp_path / "one"))["loss"]
   assert sorted(mirrored) == sorted(one) == list(range(1, steps + 1))
   # The same 16 examples a step (2 x 8 vs 16): only float32 sums in another order.
   np.testing.assert_allclose([mirrored[s] for s in one], list(one.values()), rtol=1e-5)

@@ -10,6 +10,7 @@ from classification import (DataFormatError, DataProcessor, InputExample, TASK_N
 from classification.glue import (ColaProcessor, MnliProcessor, MrpcProcessor, QnliProcessor,
                                  QqpProcessor, RteProcessor, Sst2Processor, StsbProcessor,
                                  WnliProcessor, XnliProcessor)
+import fileio
 
 
 def write_tsv(path, rows, end="\n"):
@@ -300,7 +301,7 @@ def test_too_few_columns_for_the_task(tmp_path):
 
 
 def test_missing_file(tmp_path):
-  with pytest.raises(FileNotFoundError, match=r"data file not found: .*train\.tsv"):
+  with pytest.raises(fileio.InputError, match=r"data file not found: .*train\.tsv"):
     MrpcProcessor().get_train_examples(str(tmp_path))
 
 

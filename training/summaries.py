@@ -45,3 +45,15 @@ class ScalarWriter:
     self._writer.close()
     if self._tmpdir:
       shutil.rmtree(self._tmpdir, ignore_errors=True)
+
+
+def read_scalars(logdir):
+  """{tag: {step: value}} of the scalars in logdir's event files (what ScalarWriter wrote)."""
+  scalars = {}
+  for path in tf.io.gfile.glob(f'{logdir}/events.out.tfevents.*'):
+    for record in tf.data.TFRecordDataset(path):
+      event = tf.compat.v1.Event.FromString(record.numpy())
+      for value in event.summary.value:
+        scalars.setdefault(value.tag, {})[event.step] = float(
+            tf.make_ndarray(value.tensor))
+  return scalars

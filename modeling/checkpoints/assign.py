@@ -14,6 +14,10 @@ class CheckpointError(UserError, ValueError):
   """A checkpoint that does not fit the model (or is not a BERT checkpoint)."""
 
 
+class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
+  """No checkpoint at the path given; the message names it."""
+
+
 @dataclasses.dataclass
 class LoadReport:
   """What a load did: weights loaded, heads left as initialized, entries ignored."""

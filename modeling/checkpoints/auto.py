@@ -6,6 +6,7 @@ import os
 import tensorflow as tf
 
 from modeling.checkpoints import google_tf1, huggingface, tf2
+from modeling.checkpoints.assign import CheckpointNotFoundError
 from modeling.config import BertConfig, ConfigError
 
 GOOGLE_TF1, HUGGINGFACE, TF2 = "google_tf1", "huggingface", "tf2"
@@ -27,7 +28,7 @@ def detect_format(path):
   elif os.path.exists(path + ".index"):
     prefix = path
   else:
-    raise FileNotFoundError(f"no checkpoint at {path!r}: neither {path}.index nor a "
+    raise CheckpointNotFoundError(f"no checkpoint at {path!r}: neither {path}.index nor a "
                             "directory with bert_model.ckpt.*, a TF2 checkpoint or "
                             "model.safetensors")
   _, reader = google_tf1.open_reader(prefix)
@@ -45,7 +46,7 @@ def load_checkpoint(model, path):
     - an HF directory with `model.safetensors` (or a sharded index), or the
       `.safetensors` file;
     - one of our TF2 checkpoints (prefix, or a `CheckpointManager` directory).
-  Returns a `LoadReport`; raises CheckpointError / FileNotFoundError with
+  Returns a `LoadReport`; raises CheckpointError (CheckpointNotFoundError: no checkpoint there) with
   what is wrong.
   """
   kind, resolved = detect_format(path)

@@ -7,7 +7,8 @@ from absl import logging
 import tensorflow as tf
 
 from modeling.checkpoints import names as names_lib
-from modeling.checkpoints.assign import CheckpointError, assign_named_arrays
+from modeling.checkpoints.assign import (CheckpointError, CheckpointNotFoundError,
+                                         assign_named_arrays)
 
 # The key every TF2 object-based checkpoint has and no TF1 name-based one has.
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -25,11 +26,11 @@ def resolve_prefix(path):
     indexes = sorted(f[:-len(".index")] for f in os.listdir(path) if f.endswith(".index"))
     if len(indexes) == 1:
       return os.path.join(path, indexes[0])
-    raise FileNotFoundError(f"no checkpoint in directory {path!r}: expected "
+    raise CheckpointNotFoundError(f"no checkpoint in directory {path!r}: expected "
                             f"{DEFAULT_PREFIX}.index" +
                             (f" (found several: {indexes})" if indexes else ""))
   if not os.path.exists(path + ".index"):
-    raise FileNotFoundError(f"no checkpoint at {path!r}: {path}.index does not exist")
+    raise CheckpointNotFoundError(f"no checkpoint at {path!r}: {path}.index does not exist")
   return path
 
 

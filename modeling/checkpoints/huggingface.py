@@ -15,7 +15,8 @@ import numpy as np
 from safetensors import safe_open
 
 from modeling import activations
-from modeling.checkpoints.assign import CheckpointError, assign_named_arrays
+from modeling.checkpoints.assign import (CheckpointError, CheckpointNotFoundError,
+                                         assign_named_arrays)
 from modeling.config import BertConfig, ConfigError
 
 WEIGHTS_NAME = "model.safetensors"
@@ -118,7 +119,7 @@ class _SafetensorsFiles:
       try:
         handle = safe_open(file, framework="np")
       except FileNotFoundError:
-        raise FileNotFoundError(f"no HuggingFace weights at {file!r}") from None
+        raise CheckpointNotFoundError(f"no HuggingFace weights at {file!r}") from None
       except Exception as e:  # safetensors raises its own error type on bad headers.
         raise CheckpointError(f"cannot read safetensors file {file!r}: {e}") from None
       self.handles.append(handle)

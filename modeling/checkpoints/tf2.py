@@ -13,7 +13,8 @@ import re
 import tensorflow as tf
 
 from modeling.checkpoints import names as names_lib
-from modeling.checkpoints.assign import CheckpointError, assign_named_arrays
+from modeling.checkpoints.assign import (CheckpointError, CheckpointNotFoundError,
+                                         assign_named_arrays)
 
 WEIGHTS_OBJECT = "bert_weights"
 # A weight's value; its optimizer slots hang below it (`<name>/.OPTIMIZER_SLOT/...`).
@@ -46,10 +47,10 @@ def resolve_prefix(path):
   if os.path.isdir(path):
     latest = tf.train.latest_checkpoint(path)
     if latest is None:
-      raise FileNotFoundError(f"no TF2 checkpoint in directory {path!r} (no 'checkpoint' file)")
+      raise CheckpointNotFoundError(f"no TF2 checkpoint in directory {path!r} (no 'checkpoint' file)")
     return latest
   if not os.path.exists(path + ".index"):
-    raise FileNotFoundError(f"no checkpoint at {path!r}: {path}.index does not exist")
+    raise CheckpointNotFoundError(f"no checkpoint at {path!r}: {path}.index does not exist")
   return path
 
 
