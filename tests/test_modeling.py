@@ -420,7 +420,7 @@ def test_cross_entropy_matches_tensorflows_values_and_gradients(jit_compile):
   assert ours[2][1] == 3
 
 
-@pytest.mark.parametrize("jit_compile", [False, True])  # Philox / ThreeFry under XLA
+@pytest.mark.parametrize("jit_compile", [False, True])  # the mask kernel alone / inlined
 def test_dropout_drops_at_the_rate_and_scales_the_rest(jit_compile):
   layer = Dropout(0.1)
   apply = tf.function(lambda x: layer(x, training=True), jit_compile=jit_compile)
@@ -457,6 +457,31 @@ def test_dropout_shapes_dtypes_and_gradient(shape, policy):
   np.testing.assert_array_equal(Dropout(0.0)(x, training=True), x)
   with pytest.raises(ValueError, match="dropout rate"):
     Dropout(1.0)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_dropout_takes_training_as_a_tensor(jit_compile):
+  """`training` as a boolean tensor, as Keras' Dropout allows: one trace for both values."""
+  layer = Dropout(0.5)
+
+  @tf.function(jit_compile=jit_compile)
+  def apply(x, training):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = layer(x, training=training)
+      total = tf.reduce_sum(y)
+    return y, tape.gradient(total, x)
+  x = tf.ones([64, 64])
+  y, grad = apply(x, tf.constant(True))
+  kept = y.numpy() != 0
+  assert 0.4 < kept.mean() < 0.6
+  np.testing.assert_array_equal(y.numpy()[kept], 2.0)
+  np.testing.assert_array_equal(grad, np.where(kept, 2.0, 0.0))
+  y, grad = apply(x, tf.constant(False))
+  np.testing.assert_array_equal(y, x)
+  np.testing.assert_array_equal(grad, np.ones([64, 64]))
+  assert apply.experimental_get_tracing_count() == 1
+  assert 0 < (layer(x, training=tf.constant(True)).numpy() == 0).mean() < 1  # eager
 
 @pytest.mark.parametrize("num_labels", [3, 1])
 def test_classifier(num_labels):
