@@ -10,6 +10,8 @@ import math
 
 import tensorflow as tf
 
+from modeling.kernels import check_kernels
+
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
@@ -85,6 +87,14 @@ gelu_tanh_compiled = _compiled(lambda x: 0.5 * x * (1.0 + _gelu_tanh_terms(x)[1]
 gelu_exact_compiled = _compiled(gelu_exact, _gelu_exact_derivative)
 
 
+def _keras_gelu_tanh(x):
+  return tf.nn.gelu(x, approximate=True)
+
+
+def _keras_gelu_exact(x):
+  return tf.nn.gelu(x, approximate=False)
+
+
 def swish(x):
   return x * tf.sigmoid(x)
 
@@ -109,6 +119,15 @@ _TRAINING_FUNCTIONS = {
     "gelu_exact": gelu_exact_compiled,
 }
 
+# What kernels="keras" uses, in training and inference, where it differs:
+# TensorFlow's GELU, differentiated op by op.
+_KERAS_FUNCTIONS = {
+    "gelu": _keras_gelu_tanh,
+    "gelu_tanh": _keras_gelu_tanh,
+    "gelu_new": _keras_gelu_tanh,
+    "gelu_exact": _keras_gelu_exact,
+}
+
 # HuggingFace `hidden_act` -> our name (same function).
 _FROM_HUGGINGFACE = {
     "gelu": "gelu_exact",
@@ -122,14 +141,17 @@ _FROM_HUGGINGFACE = {
 }
 
 
-def get(name, training=False):
+def get(name, training=False, kernels="fused"):
   """The function for a `hidden_act` name (Google's convention); None for "linear".
 
   training=True: the same function, as XLA-compiled kernels where that is
-  faster (the GELUs; see `_compiled`).
+  faster (the GELUs; see `_compiled`). kernels="keras": TensorFlow's plain
+  ops (`tf.nn.gelu`), with or without training.
   """
   if name not in _FUNCTIONS:
     raise ValueError(f"unsupported hidden_act {name!r}; known: {sorted(NAMES)}")
+  if check_kernels(kernels) == "keras":
+    return _KERAS_FUNCTIONS.get(name, _FUNCTIONS[name])
   if training:
     return _TRAINING_FUNCTIONS.get(name, _FUNCTIONS[name])
   return _FUNCTIONS[name]

@@ -162,7 +162,7 @@ def test_layer_norm_matches_keras_forward_and_gradients():
   from modeling.layers import layer_norm  # pylint: disable=import-outside-toplevel
   rng = np.random.default_rng(3)
   x = tf.constant(rng.normal(2.0, 3.0, size=(2, 5, 16)), tf.float32)
-  ours = layer_norm("LayerNorm")
+  ours = layer_norm("LayerNorm", "fused")
   reference = tf_keras.layers.LayerNormalization(epsilon=1e-12)
   for layer in (ours, reference):
     layer.build(x.shape)
@@ -186,13 +186,13 @@ def test_layer_norm_matches_keras_forward_and_gradients():
 @pytest.mark.parametrize("jit_compile", [False, True])
 @pytest.mark.parametrize("policy, tolerance", [("float32", 1e-5), ("mixed_bfloat16", 5e-2)])
 def test_dense_matches_keras_forward_and_gradients(jit_compile, policy, tolerance):
-  """Our Dense (2-D matmul, bias gradient as a matrix product) against Keras' Dense:
+  """MatmulDense (2-D matmul, bias gradient as a matrix product) against Keras' Dense:
   same weight names, outputs and gradients for a 3-D input, plain and XLA-compiled."""
-  from modeling.layers import Dense  # pylint: disable=import-outside-toplevel
+  from modeling.layers import MatmulDense  # pylint: disable=import-outside-toplevel
   rng = np.random.default_rng(5)
   x = tf.constant(rng.normal(size=(3, 7, 16)), tf.float32)
   upstream = tf.constant(rng.normal(size=(3, 7, 24)), tf.float32)
-  ours = Dense(24, activation="tanh", name="dense", dtype=policy)
+  ours = MatmulDense(24, activation="tanh", name="dense", dtype=policy)
   reference = tf_keras.layers.Dense(24, activation="tanh", name="dense", dtype=policy)
   for layer in (ours, reference):
     layer.build(x.shape)

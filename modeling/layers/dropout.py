@@ -3,6 +3,8 @@
 import tensorflow as tf
 import tf_keras as keras
 
+from modeling.kernels import check_kernels
+
 # A draw of 16 random bits u is dropped when u < round(rate * 2**16): the drop
 # probability is the rate to within 2**-17 (0.1 -> 0.100006).
 _BITS = 16
@@ -70,3 +72,9 @@ class Dropout(keras.layers.Layer):
     config = super().get_config()
     config.update(rate=self.rate)
     return config
+
+
+def dropout_layer(rate, kernels, **kwargs):
+  """A dropout layer: our `Dropout` for kernels="fused", Keras' for "keras"."""
+  layer_class = Dropout if check_kernels(kernels) == "fused" else keras.layers.Dropout
+  return layer_class(rate, **kwargs)

@@ -3,6 +3,8 @@
 import tensorflow as tf
 import tf_keras as keras
 
+from modeling.kernels import check_kernels
+
 # Google's `layer_norm` (tf.contrib) uses this epsilon, over the last axis.
 EPSILON = 1e-12
 
@@ -24,7 +26,7 @@ def _normalize(x, gamma, beta):
     dx = inv_std * (d_normalized - tf.reduce_mean(d_normalized, axis=-1, keepdims=True)
                     - normalized * tf.reduce_mean(d_normalized * normalized, axis=-1,
                                                   keepdims=True))
-    # Plain column sums, not dense.sum_rows: tried with it here and for the
+    # Plain column sums, not dense._sum_rows: tried with it here and for the
     # position embeddings, XLA fused the LayerNorm backward of all layers into
     # one loop fusion (60-100 ms of a mini BERT step).
     d_gamma = tf.reduce_sum(rows * tf.reshape(normalized, tf.shape(rows)), axis=0)
@@ -53,9 +55,12 @@ class LayerNorm(keras.layers.Layer):
     return _normalize(x, self.gamma, self.beta)
 
 
-def layer_norm(name):
-  """A float32 `LayerNorm` layer called `name`."""
-  return LayerNorm(name=name)
+def layer_norm(name, kernels):
+  """A float32 LayerNorm layer called `name`, as Google's: our `LayerNorm` for
+  kernels="fused", Keras' `LayerNormalization` for "keras" (same variables)."""
+  if check_kernels(kernels) == "fused":
+    return LayerNorm(name=name)
+  return keras.layers.LayerNormalization(epsilon=EPSILON, name=name, dtype="float32")
 
 
 def truncated_normal(stddev):
