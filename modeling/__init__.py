@@ -2,6 +2,7 @@
 
 Public API:
   BertConfig, ConfigError, PRESETS                 -- `bert_config.json`, presets
+  KERNELS                                          -- the `kernels=` build option's values
   build_encoder(config, ...)                       -- functional encoder
   build_pretraining_model(config, ...)             -- encoder + masked-LM + NSP heads
   build_classifier(config, num_labels, ...)        -- encoder + run_classifier's layer
@@ -18,6 +19,7 @@ from modeling.classifier import build_classifier
 from modeling.config import PRESETS, BertConfig, ConfigError
 from modeling.encoder import INPUT_NAMES, build_encoder
 from modeling.heads import build_pretraining_model
+from modeling.kernels import KERNELS
 from modeling.losses import masked_lm_loss, next_sentence_loss, pretraining_loss
 from modeling.checkpoints.assign import CheckpointError, CheckpointNotFoundError, LoadReport
 from modeling.checkpoints.auto import (BertCheckpointing, detect_format, load_checkpoint,
@@ -28,8 +30,8 @@ from modeling.checkpoints.tf2 import new_checkpoint, restore_model
 
 __all__ = [
     "BertCheckpointing", "BertConfig", "CheckpointError", "CheckpointNotFoundError", "ConfigError",
-    "INPUT_NAMES", "LoadReport", "PRESETS",
-    "build_classifier", "build_encoder", "build_pretraining_model", "detect_format",
+    "INPUT_NAMES", "KERNELS", "LoadReport", "PRESETS", "build_classifier", "build_encoder",
+    "build_pretraining_model", "detect_format",
     "load_checkpoint", "load_config", "load_google_checkpoint", "load_hf_config",
     "load_huggingface_checkpoint", "masked_lm_loss", "new_checkpoint", "next_sentence_loss",
     "pretraining_loss", "restore_model", "save_google_checkpoint",

@@ -10,6 +10,8 @@ import math
 
 import tensorflow as tf
 
+from modeling.kernels import check_kernels
+
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
@@ -31,8 +33,8 @@ def gelu_tanh(x):
   """GELU, tanh approximation: Google's `modeling.gelu`, with a hand-written gradient.
 
   0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3). The gradient reuses
-  the forward tanh instead of differentiating `pow` op by op (about a third
-  less time for forward + backward on CPU).
+  the forward tanh instead of differentiating `pow` op by op, which costs more
+  on CPU.
   """
   x_squared, t = _gelu_tanh_terms(x)
 
@@ -57,10 +59,10 @@ def _compiled(value, derivative):
   XLA-compiled kernel (float32 inside for 16-bit inputs).
 
   TensorFlow runs an element-wise formula op by op, a pass over memory each;
-  XLA fuses it into one. On the [4096, 2048] tanh-GELU input of a small BERT
-  layer this takes forward + backward from 143 to 42 ms on 2 CPU cores. The
-  kernels are compiled per input shape, so layers use them only in training
-  (fixed batch shapes); inference and exported SavedModels keep plain ops.
+  XLA fuses it into one pass, much faster on CPU over a layer's
+  [tokens, intermediate] activations. The kernels are compiled per input
+  shape, so layers use them only in training (fixed batch shapes); inference
+  and exported SavedModels keep plain ops.
   """
   def compute_dtype(x):
     return tf.float64 if x.dtype == tf.float64 else tf.float32
@@ -83,6 +85,14 @@ def _compiled(value, derivative):
 gelu_tanh_compiled = _compiled(lambda x: 0.5 * x * (1.0 + _gelu_tanh_terms(x)[1]),
                                lambda x: _gelu_tanh_derivative(x, *_gelu_tanh_terms(x)))
 gelu_exact_compiled = _compiled(gelu_exact, _gelu_exact_derivative)
+
+
+def _keras_gelu_tanh(x):
+  return tf.nn.gelu(x, approximate=True)
+
+
+def _keras_gelu_exact(x):
+  return tf.nn.gelu(x, approximate=False)
 
 
 def swish(x):
@@ -109,6 +119,15 @@ _TRAINING_FUNCTIONS = {
     "gelu_exact": gelu_exact_compiled,
 }
 
+# What kernels="keras" uses, in training and inference, where it differs:
+# TensorFlow's GELU, differentiated op by op.
+_KERAS_FUNCTIONS = {
+    "gelu": _keras_gelu_tanh,
+    "gelu_tanh": _keras_gelu_tanh,
+    "gelu_new": _keras_gelu_tanh,
+    "gelu_exact": _keras_gelu_exact,
+}
+
 # HuggingFace `hidden_act` -> our name (same function).
 _FROM_HUGGINGFACE = {
     "gelu": "gelu_exact",
@@ -122,14 +141,17 @@ _FROM_HUGGINGFACE = {
 }
 
 
-def get(name, training=False):
+def get(name, training=False, kernels="fused"):
   """The function for a `hidden_act` name (Google's convention); None for "linear".
 
   training=True: the same function, as XLA-compiled kernels where that is
-  faster (the GELUs; see `_compiled`).
+  faster (the GELUs; see `_compiled`). kernels="keras": TensorFlow's plain
+  ops (`tf.nn.gelu`), with or without training.
   """
   if name not in _FUNCTIONS:
     raise ValueError(f"unsupported hidden_act {name!r}; known: {sorted(NAMES)}")
+  if check_kernels(kernels) == "keras":
+    return _KERAS_FUNCTIONS.get(name, _FUNCTIONS[name])
   if training:
     return _TRAINING_FUNCTIONS.get(name, _FUNCTIONS[name])
   return _FUNCTIONS[name]

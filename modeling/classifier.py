@@ -4,27 +4,32 @@ import tf_keras as keras
 
 from modeling.encoder import build_encoder, encoder_inputs
 from modeling.heads import OutputProjection
+from modeling.kernels import check_kernels
 
 # run_classifier applies dropout with keep_prob 0.9 to the pooled output.
 CLASSIFIER_DROPOUT = 0.1
 
 
 def build_classifier(config, num_labels, encoder=None, seq_length=None, dtype=None,
-                     dropout_rate=CLASSIFIER_DROPOUT):
+                     dropout_rate=CLASSIFIER_DROPOUT, kernels="fused"):
   """The encoder plus run_classifier's output layer, as one functional model.
 
   Inputs: `input_ids`, `input_mask`, `segment_ids` (int32 [B, S]). Output: float32
   logits [B, num_labels] (num_labels=1 for regression). The output layer,
   `classifier`, keeps Google's variables `output_weights` [num_labels, H] and
   `output_bias`; the encoder is the layer `bert`.
+
+  kernels: "fused" (our CPU-tuned layers) or "keras" (Keras' stock ones), for
+  the output layer and the encoder built here (see `modeling.kernels`).
   """
+  check_kernels(kernels)
   if num_labels < 1:
     raise ValueError(f"num_labels must be >= 1, got {num_labels}")
   if encoder is None:
-    encoder = build_encoder(config, seq_length=seq_length, dtype=dtype)
+    encoder = build_encoder(config, seq_length=seq_length, dtype=dtype, kernels=kernels)
   inputs = encoder_inputs(seq_length)
   pooled = encoder(inputs)["pooled_output"]
   pooled = keras.layers.Dropout(dropout_rate, name="classifier_dropout", dtype=dtype)(pooled)
-  logits = OutputProjection(num_labels, config.initializer_range, name="classifier",
+  logits = OutputProjection(num_labels, config.initializer_range, kernels, name="classifier",
                             dtype=dtype)(pooled)
   return keras.Model(inputs=inputs, outputs=logits, name="bert_classifier")

@@ -3,7 +3,8 @@
 import tensorflow as tf
 import tf_keras as keras
 
-from modeling.layers import BertEmbeddings, Dense, TransformerLayer, truncated_normal
+from modeling.kernels import check_kernels
+from modeling.layers import BertEmbeddings, TransformerLayer, dense_layer, truncated_normal
 
 # Names of the encoder's inputs, as the features in Google's TFRecords.
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -16,7 +17,7 @@ def encoder_inputs(seq_length=None):
 
 
 def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, name="bert",
-                  selected_outputs=False):
+                  selected_outputs=False, kernels="fused"):
   """Builds the encoder of Google's `modeling.BertModel`.
 
   Args:
@@ -33,6 +34,8 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
       pooler) and those positions; `sequence_output` is then [batch, q, hidden],
       the outputs at output_positions. Pre-training needs only the ~15% masked
       positions, so this skips most of the last layer's work.
+    kernels: "fused" (our CPU-tuned layers) or "keras" (Keras' stock ones); same
+      variables either way (see `modeling.kernels`).
 
   Returns:
     A `keras.Model` taking a dict of `input_ids`, `input_mask`, `segment_ids`
@@ -41,6 +44,7 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
     the first token), plus the extra outputs above. Its layers are named
     `embeddings`, `layer_0`..`layer_{L-1}` and `pooler`.
   """
+  check_kernels(kernels)
   if selected_outputs and return_all_layers:
     raise ValueError("selected_outputs computes the last layer at a few positions only; "
                      "it cannot return all layers")
@@ -56,7 +60,8 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
         name="first_and_output_positions")(inputs["output_positions"])
   embeddings = BertEmbeddings(
       config.vocab_size, config.hidden_size, config.max_position_embeddings,
-      config.type_vocab_size, config.hidden_dropout_prob, init, name="embeddings", dtype=dtype)
+      config.type_vocab_size, config.hidden_dropout_prob, init, kernels, name="embeddings",
+      dtype=dtype)
   x = embeddings((inputs["input_ids"], inputs["segment_ids"]))
   embedding_output = x
   layer_outputs = []
@@ -67,12 +72,13 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
     x = TransformerLayer(
         config.num_attention_heads, config.head_size, config.intermediate_size,
         config.hidden_act, config.hidden_dropout_prob, config.attention_probs_dropout_prob,
-        init, name=f"layer_{i}", dtype=dtype)(layer_inputs)
+        init, kernels, name=f"layer_{i}", dtype=dtype)(layer_inputs)
     layer_outputs.append(x)
   first_token = keras.layers.Lambda(lambda t: t[:, 0, :], name="first_token",
                                     dtype=dtype)(x)  # [B, H]
-  pooled = Dense(config.hidden_size, activation="tanh", kernel_initializer=truncated_normal(init),
-                 name="pooler", dtype=dtype)(first_token)
+  pooled = dense_layer(config.hidden_size, kernels, activation="tanh",
+                       kernel_initializer=truncated_normal(init), name="pooler",
+                       dtype=dtype)(first_token)
   if last_positions is not None:
     x = keras.layers.Lambda(lambda t: t[:, 1:, :], name="output_positions_output",
                             dtype=dtype)(x)  # [B, q, H]

@@ -29,19 +29,21 @@ def _sentence_embedding(sequence_output, mask):
   return mean / np.linalg.norm(mean, axis=-1, keepdims=True)
 
 
-def _run(config, path, features):
-  encoder = modeling.build_encoder(config)
+def _run(config, path, features, kernels="fused"):
+  encoder = modeling.build_encoder(config, kernels=kernels)
   report = modeling.load_checkpoint(encoder, path)
   out = encoder(features)
   return out["sequence_output"].numpy(), out["pooled_output"].numpy(), report
 
 
-def test_minilm_matches_huggingface_with_exact_gelu(minilm_dir, minilm_ref, minilm_features):
+@pytest.mark.parametrize("kernels", modeling.KERNELS)
+def test_minilm_matches_huggingface_with_exact_gelu(minilm_dir, minilm_ref, minilm_features,
+                                                    kernels):
   config = modeling.load_config(minilm_dir)
   assert config.hidden_act == "gelu_exact"
   assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (6, 384, 12)
   assert modeling.detect_format(minilm_dir)[0] == "huggingface"
-  seq, pooled, report = _run(config, minilm_dir, minilm_features)
+  seq, pooled, report = _run(config, minilm_dir, minilm_features, kernels)
   assert len(report.loaded) == 103 and report.ignored == ["embeddings.position_ids"]
   assert report.heads_absent == []
   real = minilm_ref["attention_mask"].astype(bool)

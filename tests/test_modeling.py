@@ -162,7 +162,7 @@ def test_layer_norm_matches_keras_forward_and_gradients():
   from modeling.layers import layer_norm  # pylint: disable=import-outside-toplevel
   rng = np.random.default_rng(3)
   x = tf.constant(rng.normal(2.0, 3.0, size=(2, 5, 16)), tf.float32)
-  ours = layer_norm("LayerNorm")
+  ours = layer_norm("LayerNorm", "fused")
   reference = tf_keras.layers.LayerNormalization(epsilon=1e-12)
   for layer in (ours, reference):
     layer.build(x.shape)
@@ -186,13 +186,13 @@ def test_layer_norm_matches_keras_forward_and_gradients():
 @pytest.mark.parametrize("jit_compile", [False, True])
 @pytest.mark.parametrize("policy, tolerance", [("float32", 1e-5), ("mixed_bfloat16", 5e-2)])
 def test_dense_matches_keras_forward_and_gradients(jit_compile, policy, tolerance):
-  """Our Dense (2-D matmul, bias gradient as a matrix product) against Keras' Dense:
+  """MatmulDense (2-D matmul, bias gradient as a matrix product) against Keras' Dense:
   same weight names, outputs and gradients for a 3-D input, plain and XLA-compiled."""
-  from modeling.layers import Dense  # pylint: disable=import-outside-toplevel
+  from modeling.layers import MatmulDense  # pylint: disable=import-outside-toplevel
   rng = np.random.default_rng(5)
   x = tf.constant(rng.normal(size=(3, 7, 16)), tf.float32)
   upstream = tf.constant(rng.normal(size=(3, 7, 24)), tf.float32)
-  ours = Dense(24, activation="tanh", name="dense", dtype=policy)
+  ours = MatmulDense(24, activation="tanh", name="dense", dtype=policy)
   reference = tf_keras.layers.Dense(24, activation="tanh", name="dense", dtype=policy)
   for layer in (ours, reference):
     layer.build(x.shape)
@@ -420,7 +420,7 @@ def test_cross_entropy_matches_tensorflows_values_and_gradients(jit_compile):
   assert ours[2][1] == 3
 
 
-@pytest.mark.parametrize("jit_compile", [False, True])  # Philox / ThreeFry under XLA
+@pytest.mark.parametrize("jit_compile", [False, True])  # the mask kernel alone / inlined
 def test_dropout_drops_at_the_rate_and_scales_the_rest(jit_compile):
   layer = Dropout(0.1)
   apply = tf.function(lambda x: layer(x, training=True), jit_compile=jit_compile)
@@ -457,6 +457,31 @@ def test_dropout_shapes_dtypes_and_gradient(shape, policy):
   np.testing.assert_array_equal(Dropout(0.0)(x, training=True), x)
   with pytest.raises(ValueError, match="dropout rate"):
     Dropout(1.0)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_dropout_takes_training_as_a_tensor(jit_compile):
+  """`training` as a boolean tensor, as Keras' Dropout allows: one trace for both values."""
+  layer = Dropout(0.5)
+
+  @tf.function(jit_compile=jit_compile)
+  def apply(x, training):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = layer(x, training=training)
+      total = tf.reduce_sum(y)
+    return y, tape.gradient(total, x)
+  x = tf.ones([64, 64])
+  y, grad = apply(x, tf.constant(True))
+  kept = y.numpy() != 0
+  assert 0.4 < kept.mean() < 0.6
+  np.testing.assert_array_equal(y.numpy()[kept], 2.0)
+  np.testing.assert_array_equal(grad, np.where(kept, 2.0, 0.0))
+  y, grad = apply(x, tf.constant(False))
+  np.testing.assert_array_equal(y, x)
+  np.testing.assert_array_equal(grad, np.ones([64, 64]))
+  assert apply.experimental_get_tracing_count() == 1
+  assert 0 < (layer(x, training=tf.constant(True)).numpy() == 0).mean() < 1  # eager
 
 @pytest.mark.parametrize("num_labels", [3, 1])
 def test_classifier(num_labels):

@@ -11,12 +11,9 @@ import math
 from typing import Optional
 
 from cli import FlagError
+from modeling.kernels import KERNELS  # the model's build option, passed through by the tasks
 from training import optimizer, precision
 from training import strategy as strategy_lib
-
-# The model's kernel sets (`modeling.KERNELS`): "fused" = the CPU-tuned
-# kernels, "keras" = stock Keras/TensorFlow ops.
-KERNELS = ("fused", "keras")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

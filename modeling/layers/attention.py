@@ -5,8 +5,9 @@ import math
 import tensorflow as tf
 import tf_keras as keras
 
-from modeling.layers.dense import Dense
-from modeling.layers.dropout import Dropout
+from modeling.kernels import check_kernels
+from modeling.layers.dense import dense_layer
+from modeling.layers.dropout import dropout_layer
 from modeling.layers.normalization import build_sublayer, truncated_normal
 
 # Google adds this to the scores of padding keys before the softmax.
@@ -22,24 +23,28 @@ class SelfAttention(keras.layers.Layer):
 
   Call with `(x, input_mask, queries)`, queries [batch, q, hidden] (rows of x),
   to attend from those rows only: returns [batch, q, hidden].
+
+  kernels: "fused" or "keras" (see `modeling.kernels`).
   """
 
-  def __init__(self, num_heads, head_size, dropout_rate, initializer_range, **kwargs):
+  def __init__(self, num_heads, head_size, dropout_rate, initializer_range, kernels="fused",
+               **kwargs):
     super().__init__(**kwargs)
     self.num_heads = num_heads
     self.head_size = head_size
     self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
+    self.kernels = check_kernels(kernels)
     hidden = num_heads * head_size
 
     def dense(name):
-      return Dense(hidden, kernel_initializer=truncated_normal(initializer_range), name=name,
-                   dtype=self.dtype_policy)
+      return dense_layer(hidden, kernels, kernel_initializer=truncated_normal(initializer_range),
+                         name=name, dtype=self.dtype_policy)
     self.query = dense("query")
     self.key = dense("key")
     self.value = dense("value")
     self.output_dense = dense("output_dense")
-    self.dropout = Dropout(dropout_rate, dtype=self.dtype_policy)
+    self.dropout = dropout_layer(dropout_rate, kernels, dtype=self.dtype_policy)
 
   def build(self, input_shape):
     hidden = self.num_heads * self.head_size
@@ -74,5 +79,5 @@ class SelfAttention(keras.layers.Layer):
     config = super().get_config()
     config.update(num_heads=self.num_heads, head_size=self.head_size,
                   dropout_rate=self.dropout_rate,
-                  initializer_range=self.initializer_range)
+                  initializer_range=self.initializer_range, kernels=self.kernels)
     return config

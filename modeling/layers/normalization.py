@@ -3,6 +3,8 @@
 import tensorflow as tf
 import tf_keras as keras
 
+from modeling.kernels import check_kernels
+
 # Google's `layer_norm` (tf.contrib) uses this epsilon, over the last axis.
 EPSILON = 1e-12
 
@@ -12,7 +14,7 @@ def _normalize(x, gamma, beta):
   """(x - mean) / sqrt(var + EPSILON) * gamma + beta over the last axis, float32.
 
   The gradient is written out (one pass per reduction) instead of being
-  differentiated op by op through `tf.nn.moments` (about a third less time).
+  differentiated op by op through `tf.nn.moments`, which takes longer.
   """
   mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
   inv_std = tf.math.rsqrt(variance + EPSILON)
@@ -24,9 +26,9 @@ def _normalize(x, gamma, beta):
     dx = inv_std * (d_normalized - tf.reduce_mean(d_normalized, axis=-1, keepdims=True)
                     - normalized * tf.reduce_mean(d_normalized * normalized, axis=-1,
                                                   keepdims=True))
-    # Plain column sums, not dense.sum_rows: tried with it here and for the
+    # Plain column sums, not dense._sum_rows: tried with it here and for the
     # position embeddings, XLA fused the LayerNorm backward of all layers into
-    # one loop fusion (60-100 ms of a mini BERT step).
+    # one slow loop fusion.
     d_gamma = tf.reduce_sum(rows * tf.reshape(normalized, tf.shape(rows)), axis=0)
     return dx, d_gamma, tf.reduce_sum(rows, axis=0)
   return normalized * gamma + beta, grad
@@ -53,9 +55,12 @@ class LayerNorm(keras.layers.Layer):
     return _normalize(x, self.gamma, self.beta)
 
 
-def layer_norm(name):
-  """A float32 `LayerNorm` layer called `name`."""
-  return LayerNorm(name=name)
+def layer_norm(name, kernels):
+  """A float32 LayerNorm layer called `name`, as Google's: our `LayerNorm` for
+  kernels="fused", Keras' `LayerNormalization` for "keras" (same variables)."""
+  if check_kernels(kernels) == "fused":
+    return LayerNorm(name=name)
+  return keras.layers.LayerNormalization(epsilon=EPSILON, name=name, dtype="float32")
 
 
 def truncated_normal(stddev):

@@ -4,9 +4,10 @@ import tensorflow as tf
 import tf_keras as keras
 
 from modeling import activations
+from modeling.kernels import check_kernels
 from modeling.layers.attention import SelfAttention
-from modeling.layers.dense import Dense
-from modeling.layers.dropout import Dropout
+from modeling.layers.dense import dense_layer
+from modeling.layers.dropout import dropout_layer
 from modeling.layers.normalization import build_sublayer, layer_norm, truncated_normal
 
 
@@ -16,10 +17,12 @@ class TransformerLayer(keras.layers.Layer):
   Call with `(x, input_mask)`; returns [batch, seq, hidden] in the compute dtype.
   Call with `(x, input_mask, positions)`, positions int [batch, q], to compute
   the output at those positions only (attending over all of x): [batch, q, hidden].
+
+  kernels: "fused" or "keras" (see `modeling.kernels`).
   """
 
   def __init__(self, num_heads, head_size, intermediate_size, hidden_act, hidden_dropout_rate,
-               attention_dropout_rate, initializer_range, **kwargs):
+               attention_dropout_rate, initializer_range, kernels="fused", **kwargs):
     super().__init__(**kwargs)
     self.num_heads = num_heads
     self.head_size = head_size
@@ -28,20 +31,22 @@ class TransformerLayer(keras.layers.Layer):
     self.hidden_dropout_rate = hidden_dropout_rate
     self.attention_dropout_rate = attention_dropout_rate
     self.initializer_range = initializer_range
+    self.kernels = check_kernels(kernels)
     hidden = num_heads * head_size
     self.attention = SelfAttention(num_heads, head_size, attention_dropout_rate,
-                                   initializer_range, name="attention", dtype=self.dtype_policy)
-    self.attention_dropout = Dropout(hidden_dropout_rate, dtype=self.dtype_policy)
-    self.attention_layer_norm = layer_norm("attention_LayerNorm")
-    # The activation is applied in call(): training uses its compiled form.
-    self.intermediate = Dense(
-        intermediate_size, kernel_initializer=truncated_normal(initializer_range),
+                                   initializer_range, kernels, name="attention",
+                                   dtype=self.dtype_policy)
+    self.attention_dropout = dropout_layer(hidden_dropout_rate, kernels, dtype=self.dtype_policy)
+    self.attention_layer_norm = layer_norm("attention_LayerNorm", kernels)
+    # The activation is applied in call(): training may use its compiled form.
+    self.intermediate = dense_layer(
+        intermediate_size, kernels, kernel_initializer=truncated_normal(initializer_range),
         name="intermediate", dtype=self.dtype_policy)
-    self.output_dense = Dense(
-        hidden, kernel_initializer=truncated_normal(initializer_range), name="output_dense",
-        dtype=self.dtype_policy)
-    self.output_dropout = Dropout(hidden_dropout_rate, dtype=self.dtype_policy)
-    self.output_layer_norm = layer_norm("output_LayerNorm")
+    self.output_dense = dense_layer(
+        hidden, kernels, kernel_initializer=truncated_normal(initializer_range),
+        name="output_dense", dtype=self.dtype_policy)
+    self.output_dropout = dropout_layer(hidden_dropout_rate, kernels, dtype=self.dtype_policy)
+    self.output_layer_norm = layer_norm("output_LayerNorm", kernels)
 
   def build(self, input_shape):
     hidden = self.num_heads * self.head_size
@@ -63,7 +68,10 @@ class TransformerLayer(keras.layers.Layer):
     attention = tf.cast(self.attention_layer_norm(attention + queries), self.compute_dtype)
     if training is None:
       training = keras.backend.learning_phase()
-    activation = activations.get(self.hidden_act, training=bool(training))
+    # The compiled GELU only when training is known to be on (a boolean
+    # tensor decides only at run time): its kernels are compiled per shape.
+    activation = activations.get(self.hidden_act, training=bool(tf.get_static_value(training)),
+                                 kernels=self.kernels)
     intermediate = self.intermediate(attention)
     if activation is not None:
       intermediate = activation(intermediate)
@@ -77,5 +85,5 @@ class TransformerLayer(keras.layers.Layer):
                   intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
                   hidden_dropout_rate=self.hidden_dropout_rate,
                   attention_dropout_rate=self.attention_dropout_rate,
-                  initializer_range=self.initializer_range)
+                  initializer_range=self.initializer_range, kernels=self.kernels)
     return config
