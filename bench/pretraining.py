@@ -15,6 +15,7 @@ after our measurement (bench/model.py's `MatmulProbe`): how close each step
 is to what the machine's matmuls allow.
 
   python bench/pretraining.py --presets=mini,small --variants=float32,xla,mixed_bfloat16
+  python bench/pretraining.py --presets=mini --variants=xla --kernels=fused,keras
 """
 
 import argparse
@@ -91,6 +92,7 @@ def ours(args):
       train_batch_size=args.batch_size, learning_rate=1e-4, num_train_steps=2 * steps,
       num_warmup_steps=0, save_checkpoints_steps=2 * steps, iterations_per_loop=steps,
       log_steps=steps, keep_checkpoint_max=1, use_xla=args.variant == "xla",
+      kernels=args.kernels,
       dtype="float32" if args.variant == "xla" else args.variant))
   rate = summaries.read_scalars(os.path.join(work, "out"))["examples_per_second"]
   shutil.rmtree(work)
@@ -115,6 +117,8 @@ def main():
   parser.add_argument("--batch_size", type=int, default=32)
   parser.add_argument("--steps", type=int, default=4, help="timed steps (after as many warm-up)")
   parser.add_argument("--rounds", type=int, default=1, help="measurements per row (best)")
+  parser.add_argument("--kernels", default="fused",
+                      help="our kernel sets to measure, comma-separated (fused, keras)")
   parser.add_argument("--mode", choices=["driver", "ours"], default="driver")
   parser.add_argument("--preset", help=argparse.SUPPRESS)
   parser.add_argument("--variant", help=argparse.SUPPRESS)
@@ -139,30 +143,34 @@ def table(args, records):
         f"sequences/s over {args.steps} steps after {args.steps} warm-up steps, "
         f"best of {args.rounds}")
   print("GFLOP/s: matmul work per step / step time; machine: float32 matmul GFLOP/s (best probe)")
-  print("| preset | variant | ours seq/s | keras-hub seq/s | ours / keras-hub "
+  print("| preset | variant | kernels | ours seq/s | keras-hub seq/s | ours / keras-hub "
         "| ours GFLOP/s | keras-hub GFLOP/s | machine GFLOP/s |")
-  print("|---|---|---:|---:|---:|---:|---:|---:|")
+  print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+  kernel_sets = args.kernels.split(",")
   for preset in args.presets.split(","):
     layers, hidden = PRESETS[preset]
     for variant in args.variants.split(","):
-      mine = peer = machine = 0.0
+      mine = dict.fromkeys(kernel_sets, 0.0)
+      peer = machine = 0.0
       for _ in range(args.rounds):  # best of the rounds, ours and the peer's alternating
-        result = measure([
-            sys.executable, __file__, "--mode=ours", f"--preset={preset}",
-            f"--variant={variant}", f"--records={records}",
-            f"--batch_size={args.batch_size}", f"--steps={args.steps}"])
-        mine = max(mine, result["sequences_per_second"])
-        machine = max(machine, result["matmul_flops_per_second"])
+        for kernels in kernel_sets:
+          result = measure([
+              sys.executable, __file__, "--mode=ours", f"--preset={preset}",
+              f"--variant={variant}", f"--records={records}", f"--kernels={kernels}",
+              f"--batch_size={args.batch_size}", f"--steps={args.steps}"])
+          mine[kernels] = max(mine[kernels], result["sequences_per_second"])
+          machine = max(machine, result["matmul_flops_per_second"])
         peer = max(peer, measure([
             sys.executable, os.path.join(HERE, "pretraining_peer.py"), f"--layers={layers}",
             f"--hidden={hidden}", f"--variant={variant}", f"--batch_size={args.batch_size}",
             f"--steps={args.steps}"])["sequences_per_second"])
       config = modeling.BertConfig.preset(preset, vocab_size=VOCAB_SIZE)
-      ours_gflops = mine * step_flops(config, masked_positions_only=True) / 1e9
       peer_gflops = peer * step_flops(config, masked_positions_only=False) / 1e9
-      print(f"| {preset} ({layers}/{hidden}) | {variant} | {mine:.1f} | {peer:.1f} | "
-            f"{mine / peer:.2f}x | {ours_gflops:.0f} | {peer_gflops:.0f} | {machine / 1e9:.0f} |",
-            flush=True)
+      for kernels, rate in mine.items():
+        ours_gflops = rate * step_flops(config, masked_positions_only=True) / 1e9
+        print(f"| {preset} ({layers}/{hidden}) | {variant} | {kernels} | {rate:.1f} | "
+              f"{peer:.1f} | {rate / peer:.2f}x | {ours_gflops:.0f} | {peer_gflops:.0f} | "
+              f"{machine / 1e9:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,8 @@ def resolve_prefix(path):
   if os.path.isdir(path):
     latest = tf.train.latest_checkpoint(path)
     if latest is None:
-      raise CheckpointNotFoundError(f"no TF2 checkpoint in directory {path!r} (no 'checkpoint' file)")
+      raise CheckpointNotFoundError(
+          f"no TF2 checkpoint in directory {path!r} (no 'checkpoint' file)")
     return latest
   if not os.path.exists(path + ".index"):
     raise CheckpointNotFoundError(f"no checkpoint at {path!r}: {path}.index does not exist")
