@@ -10,7 +10,7 @@ import pytest
 import cli
 import tokenization
 from fileio import InputError
-from pretraining_data import documents, masking, pipeline, writer
+from pretraining_data import masking, pipeline, writer
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 

@@ -23,7 +23,7 @@ import pretraining
 import run_pretraining
 from tests.processes import free_port, sigkill_after_first_checkpoint, wait_for_success
 from tests import test_run_pretraining as single
-from training import loop
+from training import loop, summaries
 from training import strategy as strategy_lib
 
 REPO = single.REPO
