@@ -10,9 +10,8 @@ import pytest
 
 from feature_extraction import extract
 import modeling
+from tests.helpers import REPO
 import tokenization
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_minilm_features_match_huggingface(tmp_path, minilm_dir, shared_dir):

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 import fileio
 from fileio import InputError, atomic_directory, atomic_output, atomic_write_text, filesystem
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 _ram_dirs = itertools.count()
 

@@ -11,8 +11,7 @@ import cli
 import tokenization
 from fileio import InputError
 from pretraining_data import masking, pipeline, writer
-
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from tests.helpers import REPO
 
 
 def _run(tmp_path, inputs, vocab, name="out.tfrecord", **kw):
