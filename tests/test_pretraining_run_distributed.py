@@ -1,7 +1,7 @@
 """run_pretraining across processes and devices: a real kill and resume,
 MirroredStrategy over two logical CPUs, two MultiWorkerMirroredStrategy workers.
 
-`python -m tests.test_run_pretraining_distributed [--split_cpu=N]
+`python -m tests.test_pretraining_run_distributed [--split_cpu=N]
 [--dump_weights=F] <run_pretraining flags>` runs run_pretraining.py after
 splitting the CPU into N logical devices, and saves the trained weights.
 """
@@ -52,7 +52,7 @@ def job_flags(input_file, config_file, init, output_dir, **extra):
 
 
 def command(values, module=False):
-  head = ["-m", "tests.test_run_pretraining_distributed"] if module else ["run_pretraining.py"]
+  head = ["-m", "tests.test_pretraining_run_distributed"] if module else ["run_pretraining.py"]
   return [sys.executable, *head] + [f"--{k}={v}" for k, v in values.items()]
 
 
