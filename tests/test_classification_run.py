@@ -41,6 +41,8 @@ def sentiment_run(tmp_path_factory):
               log=out.stderr)
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_outputs_like_google(sentiment_run):
   output_dir = sentiment_run["output_dir"]
   for name in ("train.tf_record", "eval.tf_record", "predict.tf_record", "label_list.json",
@@ -58,6 +60,8 @@ def test_outputs_like_google(sentiment_run):
   assert classification.load_label_list(output_dir) == (["0", "1"], False)
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_saved_model_cli_lists_the_signatures(sentiment_run):
   out = subprocess.run([SAVED_MODEL_CLI, "show", "--all", "--dir", sentiment_run["export_dir"]],
                        capture_output=True, text=True, check=True).stdout
@@ -70,6 +74,8 @@ def test_saved_model_cli_lists_the_signatures(sentiment_run):
       "label_list.json", "vocab.txt"]
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_export_answers_raw_text_in_a_fresh_process(sentiment_run):
   """Only tensorflow + tensorflow_text imported; both signatures match the Keras model."""
   vocab = os.path.join(SAMPLE, "vocab.txt")
@@ -106,6 +112,8 @@ print(json.dumps({{"text": text["probabilities"].numpy().tolist(),
   assert got["labels"] == [str(i) for i in expected.argmax(axis=1)]
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_rerun_resumes_and_evaluates_the_checkpoint(sentiment_run, tmp_path):
   """Training again in the same output_dir has nothing to do; eval reads the checkpoint."""
   options = run.ClassifierOptions(
@@ -131,6 +139,7 @@ def _embeddings(output_dir, vocab_size):
   return reader.get_tensor(names[0])
 
 
+@pytest.mark.slow
 def test_warm_start_from_minilm_huggingface_dir(minilm_dir, shared_dir, tmp_path):
   """No bert_config_file: the HF config.json is used; a learning rate of 1e-30 (0 is refused)
   moves no float32 weight, so MiniLM's weights are kept."""

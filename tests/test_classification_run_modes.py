@@ -56,6 +56,8 @@ def exact_job(tmp_path_factory):
               weights=checkpoint_weights(tmp / "one"))
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_mirrored_over_two_cpus_matches_one_device(exact_job):
   """Same global batch (2 x 8 vs 16): the same eval loss and weights up to float32 sums.
 
@@ -99,6 +101,7 @@ print(json.dumps(dict(done["eval"], replicas=job.strategy.num_replicas_in_sync,
   assert max(np.abs(init.get_tensor(k) - v).max() for k, v in weights.items()) > 1e-2
 
 
+@pytest.mark.slow
 def test_xla_matches_no_xla(exact_job, monkeypatch):
   monkeypatch.setattr(modeling, "build_classifier", _no_dropout_classifier())
   values = dict(exact_job["values"], output_dir=str(exact_job["tmp"] / "xla"), use_xla=True)
@@ -113,6 +116,7 @@ def test_xla_matches_no_xla(exact_job, monkeypatch):
     np.testing.assert_allclose(weights[key], value, rtol=1e-4, atol=5e-6, err_msg=key)
 
 
+@pytest.mark.slow
 def test_mixed_bfloat16_trains_and_exports_float32(tmp_path):
   options = classifier_options(tmp_path, dtype="mixed_bfloat16", do_predict=True,
                                export_dir=str(tmp_path / "export"), predict_batch_size=16,
@@ -192,6 +196,8 @@ def generic_run(tmp_path_factory):
   return dict(output_dir=str(output_dir), export_dir=str(export_dir), tests=tests)
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_generic_csv_outputs(generic_run):
   output_dir = generic_run["output_dir"]
   with open(os.path.join(output_dir, "label_list.json"), encoding="utf-8") as f:
@@ -212,6 +218,8 @@ def test_generic_csv_outputs(generic_run):
   np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_generic_export_serves_label_names_in_a_fresh_process(generic_run):
   code = f"""
 import json
@@ -241,6 +249,8 @@ def test_generic_csv_row_with_a_wrong_field_count(tmp_path):
                                           task_options=task))
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_regression_export_returns_scores(shared_dir, tmp_path):
   """STS-B: each signature returns only `score`, one float per example, equal to predict's."""
   options = google_tiny_options(shared_dir, tmp_path, "sts-b", "STS-B", 20, max_seq_length=32,

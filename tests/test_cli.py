@@ -11,6 +11,7 @@ import pytest
 
 from tests.helpers import REPO
 
+pytestmark = pytest.mark.multiprocess
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))
 
 

@@ -52,6 +52,7 @@ def test_examples_and_truncation(tmp_path, google_vocab):
     extract.parse_layers("-1,-3", 2)
 
 
+@pytest.mark.multiprocess
 def test_cli_with_google_checkpoint(tmp_path, shared_dir):
   tiny = shared_dir / "fixtures" / "google_bert_tiny"
   (tmp_path / "in.txt").write_text("The man went to the store. ||| He bought milk.\n")

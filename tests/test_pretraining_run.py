@@ -34,6 +34,7 @@ def read_eval_results(output_dir):
     return {k: float(v) for k, v in (line.split(" = ") for line in f.read().splitlines())}
 
 
+@pytest.mark.slow
 def test_learns_and_its_checkpoints_feed_every_consumer(data, tmp_path):
   out = tmp_path / "run"
   results = pretraining.run(pretraining_options(data, out, do_eval=True, log_steps=5))
@@ -135,6 +136,7 @@ def first_losses(data, output_dir, **flags):
   return np.array([losses[step] for step in sorted(losses)])
 
 
+@pytest.mark.slow
 def test_xla_gives_the_same_losses_and_bfloat16_trains(data, tmp_path):
   # The same initial weights for every run: a warm start from one checkpoint.
   tf_keras.utils.set_random_seed(1)

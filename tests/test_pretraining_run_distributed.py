@@ -15,6 +15,7 @@ import sys
 
 from absl import app, flags
 import numpy as np
+import pytest
 import tensorflow as tf
 import tf_keras
 
@@ -27,6 +28,7 @@ from tests.helpers import (PRED, REPO, SEQ, checkpoint_weights, free_port,
 from training import loop, summaries
 from training import strategy as strategy_lib
 
+pytestmark = [pytest.mark.slow, pytest.mark.multiprocess]
 TIMEOUT = 300
 
 

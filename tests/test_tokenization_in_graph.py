@@ -78,6 +78,7 @@ def has_documented_difference(text, do_lower_case):
   return any(ord(ch) in differing for ch in text)
 
 
+@pytest.mark.slow
 def test_every_corpus_line_agrees(uncased, shared_dir):
   python_tokenizer, tokenizer = uncased
   lines = []

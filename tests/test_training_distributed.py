@@ -16,6 +16,7 @@ import sys
 
 from absl import logging
 import numpy as np
+import pytest
 import tensorflow as tf
 import tf_keras
 
@@ -26,6 +27,7 @@ from training import evaluation
 from training import loop
 from training import strategy as strategy_lib
 
+pytestmark = pytest.mark.multiprocess
 TIMEOUT = 240
 
 
