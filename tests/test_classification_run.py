@@ -1,4 +1,10 @@
-"""run_classifier end to end on tiny models: outputs, export, warm starts, regression, errors."""
+"""run_classifier end to end on tiny models.
+
+The CLI on sample_data/sentiment: Google's output files; the export reloaded in a process
+that imports only tensorflow and tensorflow_text, its signatures equal to the Keras model;
+saved_model_cli; a rerun resumes. Warm starts from the MiniLM HF directory and Google's tiny
+checkpoint; STS-B regression; bad inputs.
+"""
 
 import json
 import os

@@ -1,5 +1,7 @@
-"""run_pretraining in process: learning, summaries, output_dir's checkpoints as
-init_checkpoints, eval against Google's reference, precision/XLA, bad inputs.
+"""run_pretraining in process: learning on sample_data, summaries, eval_results.txt, the
+output_dir's checkpoints loaded into a classifier and as init_checkpoint; eval of Google's
+tiny checkpoint against its reference losses; XLA gives the same losses, mixed_bfloat16
+trains; bad inputs fail before training with clear errors.
 
 Data: our create_pretraining_data on sample_data/corpus.txt (seq 64, 10
 predictions); model: L=2, H=64 over sample_data/vocab.txt.

@@ -1,5 +1,6 @@
-"""run_pretraining across processes and devices: a real kill and resume,
-MirroredStrategy over two logical CPUs, two MultiWorkerMirroredStrategy workers.
+"""run_pretraining across processes and devices: a SIGKILL and resume ends where an
+uninterrupted run does; MirroredStrategy over two logical CPUs equals one device; two
+MultiWorkerMirroredStrategy workers on localhost train the same weights, only the chief writes.
 
 `python -m tests.test_pretraining_run_distributed [--split_cpu=N]
 [--dump_weights=F] <run_pretraining flags>` runs run_pretraining.py after

@@ -1,4 +1,6 @@
-"""The training loop on a toy regression job (tests.helpers), in process on one device."""
+"""The training loop on a toy regression job (tests.helpers), in process on one device:
+gradient accumulation, logging, summaries, checkpoints and resume, warm start, NaN stop,
+mixed precision, XLA, evaluation and prediction, metrics, bad settings."""
 
 import glob
 import os
