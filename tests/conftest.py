@@ -1,14 +1,12 @@
 """Shared test fixtures: where the read-only reference data lives."""
 
 import os
-import pathlib
 
 import pytest
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before helpers imports TensorFlow
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
+from tests.helpers import SHARED  # pylint: disable=wrong-import-position
 
 
 @pytest.fixture(scope="session")

@@ -6,12 +6,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
+from tests.helpers import REPO
+
+pytestmark = pytest.mark.multiprocess
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))
 
 
 def _script(tmp_path, body):

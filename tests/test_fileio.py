@@ -11,7 +11,7 @@ import tensorflow as tf
 
 import fileio
 from fileio import InputError, atomic_directory, atomic_output, atomic_write_text, filesystem
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 _ram_dirs = itertools.count()
 
@@ -149,6 +149,7 @@ def test_reading_helpers(root):
   assert fileio.isdir(root) and not fileio.isdir(f"{root}/a.txt")
 
 
+@pytest.mark.multiprocess
 def test_local_paths_do_not_import_tensorflow(tmp_path):
   """create_pretraining_data's processes and `tokenization` rely on it for a fast start."""
   code = f"""

@@ -51,6 +51,7 @@ def tokenizer(google_vocab):
   return tokenization.FullTokenizer(google_vocab)
 
 
+@pytest.mark.multiprocess
 def test_schema_is_googles_feature_spec(run_default):
   summary, rec, _ = run_default
   lengths = features.feature_lengths(SEQ, PRED)
@@ -98,6 +99,7 @@ def test_varint_rows_matches_protobuf():
   assert data == expected and offsets == [0, len(expected)]
 
 
+@pytest.mark.multiprocess
 def test_input_layout(run_default):
   _, rec, _ = run_default
   ids, mask, seg = rec["input_ids"], rec["input_mask"], rec["segment_ids"]
@@ -115,6 +117,7 @@ def test_input_layout(run_default):
   assert n.max() <= SEQ
 
 
+@pytest.mark.multiprocess
 def test_masking_statistics(run_default):
   summary, rec, _ = run_default
   ids, pos, lbl, w = (rec[k] for k in ("input_ids", "masked_lm_positions", "masked_lm_ids",
@@ -146,6 +149,7 @@ def test_masking_statistics(run_default):
   assert s["masked"] + s["random_token"] + s["kept"] == s["predictions"] == total
 
 
+@pytest.mark.multiprocess
 def test_random_next_and_short_share(run_default):
   summary, rec, _ = run_default
   share = rec["next_sentence_labels"].mean()
@@ -159,6 +163,7 @@ def test_random_next_and_short_share(run_default):
   assert abs(s["short_target_documents"] / s["documents"] - 0.1) < 0.04
 
 
+@pytest.mark.multiprocess
 def test_summary_and_progress(run_default):
   summary, _, tmp = run_default
   text = "\n".join(summary.lines())

@@ -10,9 +10,8 @@ import pytest
 import cli
 import tokenization
 from fileio import InputError
-from pretraining_data import documents, masking, pipeline, writer
-
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from pretraining_data import masking, pipeline, writer
+from tests.helpers import REPO
 
 
 def _run(tmp_path, inputs, vocab, name="out.tfrecord", **kw):
@@ -29,6 +28,7 @@ def heldout(shared_dir):
   return shared_dir / "data" / "corpus" / "gutenberg_heldout.txt"
 
 
+@pytest.mark.multiprocess
 def test_output_identical_for_1_and_2_workers_across_chunks(tmp_path, heldout, google_vocab):
   kw = dict(dupe_factor=2, chunk_mb=0.3, do_whole_word_mask=True)
   one = _run(tmp_path, heldout, google_vocab, "w1.tfrecord", num_workers=1, **kw)
@@ -209,6 +209,7 @@ def _cli(*args):
                         capture_output=True, text=True, cwd=REPO, timeout=300)
 
 
+@pytest.mark.multiprocess
 def test_cli(tmp_path, heldout, google_vocab):
   out = tmp_path / "cli.tfrecord"
   args = [f"--input_file={heldout}", f"--output_file={out}", f"--vocab_file={google_vocab}",
@@ -223,6 +224,7 @@ def test_cli(tmp_path, heldout, google_vocab):
   assert "Traceback" not in missing.stderr
 
 
+@pytest.mark.multiprocess
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 def test_interrupt_leaves_no_output(tmp_path, shared_dir, google_vocab, signame):
   import signal  # pylint: disable=import-outside-toplevel

@@ -4,10 +4,8 @@ import collections
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import SAMPLE
 from tokenization import FullTokenizer, load_vocab
-
-SAMPLE = REPO / "sample_data"
 
 
 def _lines(path):

@@ -1,10 +1,12 @@
 """The training loop across processes and devices: a real kill and resume,
 MirroredStrategy over two logical CPUs, two-worker MultiWorkerMirroredStrategy.
 
-Each runs the toy job of test_training_loop as a subprocess (its own
-TensorFlow runtime, device split and TF_CONFIG).
+Each runs the toy job of tests.helpers as a subprocess (its own TensorFlow
+runtime, device split and TF_CONFIG): `python -m tests.test_training_distributed
+--output_dir DIR ...` trains it and writes its losses and weights.
 """
 
+import argparse
 import glob
 import json
 import os
@@ -12,17 +14,25 @@ import re
 import subprocess
 import sys
 
+from absl import logging
 import numpy as np
-from tests.processes import free_port, sigkill_after_first_checkpoint, wait_for_success
-from tests import test_training_loop as toy
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from tests.helpers import (REPO, LossRecorder, free_port, model_weights,
+                           sigkill_after_first_checkpoint, toy_example, toy_trainer,
+                           wait_for_success)
+from training import evaluation
+from training import loop
 from training import strategy as strategy_lib
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.multiprocess
 TIMEOUT = 240
 
 
 def job_command(output_dir, result, **flags):
-  command = [sys.executable, '-m', 'tests.test_training_loop',
+  command = [sys.executable, '-m', 'tests.test_training_distributed',
              f'--output_dir={output_dir}', f'--result={result}']
   return command + [f'--{name}={value}' for name, value in flags.items()]
 
@@ -39,9 +49,9 @@ def run_job(output_dir, result, env=None, **flags):
 
 def one_device_run(output_dir, num_train_steps, **config):
   """The same toy job in this process, on one device, seed 0."""
-  toy.tf_keras.utils.set_random_seed(0)
-  return toy.make_trainer(strategy_lib.build_strategy('one_device'),
-                          output_dir, num_train_steps, **config)
+  tf_keras.utils.set_random_seed(0)
+  return toy_trainer(strategy_lib.build_strategy('one_device'),
+                     output_dir, num_train_steps, **config)
 
 
 def assert_same_weights(got, want, rtol, atol):
@@ -77,7 +87,7 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
                                  **{k: v for k, v in flags.items()
                                     if k != 'num_train_steps'})
   uninterrupted.train()
-  assert_same_weights(result['weights'], toy.weights(uninterrupted.model),
+  assert_same_weights(result['weights'], model_weights(uninterrupted.model),
                       rtol=1e-5, atol=1e-6)
 
 
@@ -86,7 +96,7 @@ def test_mirrored_over_two_cpus_matches_one_device(tmp_path, monkeypatch):
                         strategy='mirrored', split_cpu=2, num_train_steps=20,
                         log_steps=1)
   assert 'Training with MirroredStrategy over 2 replica(s)' in log
-  recorder = toy.LossRecorder(monkeypatch)
+  recorder = LossRecorder(monkeypatch)
   one_device_run(tmp_path / 'one', 20, log_steps=1).train()
   # Same global batch of 16 (2 x 8 vs 1 x 16), float32 sums in another order.
   np.testing.assert_allclose(result['losses'], recorder.losses, rtol=1e-5)
@@ -122,7 +132,7 @@ def test_two_workers_train_the_same_weights_and_only_the_chief_writes(
   assert_same_weights(worker['weights'], chief['weights'], rtol=0, atol=1e-6)
   # Each worker's shard holds half of each global batch of 16: the same
   # examples per step as one device.
-  recorder = toy.LossRecorder(monkeypatch)
+  recorder = LossRecorder(monkeypatch)
   one_device_run(tmp_path / 'one', 20, log_steps=5).train()
   np.testing.assert_allclose(chief['losses'], recorder.losses, rtol=1e-5)
   np.testing.assert_allclose(worker['losses'], recorder.losses, rtol=1e-5)
@@ -136,3 +146,57 @@ def test_two_workers_train_the_same_weights_and_only_the_chief_writes(
   events = glob.glob(str(output_dir / 'events.out.tfevents.*'))
   assert len(events) == 1 and f".{chief['pid']}." in events[0], events
   assert os.listdir(temp_dirs[1]) == []
+
+
+def main():
+  """Trains the toy job (for the subprocess tests)."""
+  parser = argparse.ArgumentParser()
+  parser.add_argument('--output_dir', required=True)
+  parser.add_argument('--strategy', default='one_device')
+  parser.add_argument('--split_cpu', type=int, default=0)
+  parser.add_argument('--num_train_steps', type=int, default=20)
+  parser.add_argument('--batch_size', type=int, default=16)
+  parser.add_argument('--save_checkpoints_steps', type=int, default=1000)
+  parser.add_argument('--log_steps', type=int, default=5)
+  parser.add_argument('--iterations_per_loop', type=int, default=1000)
+  parser.add_argument('--seed', type=int, default=0)
+  parser.add_argument('--result', help='json file for losses and weights')
+  args = parser.parse_args()
+  logging.set_verbosity(logging.INFO)
+  if args.split_cpu:
+    strategy_lib.split_cpu(args.split_cpu)
+  strategy = strategy_lib.build_strategy(args.strategy)
+  tf_keras.utils.set_random_seed(args.seed)
+  losses = []
+  original = loop.summaries.log_progress
+
+  def log_progress(step, num_steps, scalars):
+    losses.append(scalars['loss'])
+    original(step, num_steps, scalars)
+  loop.summaries.log_progress = log_progress
+  trainer = toy_trainer(
+      strategy, args.output_dir, args.num_train_steps,
+      batch_size=args.batch_size,
+      save_checkpoints_steps=args.save_checkpoints_steps,
+      log_steps=args.log_steps, iterations_per_loop=args.iterations_per_loop)
+  trainer.train()
+  if args.result:
+    # 36 examples in per-replica batches of 8: the last step is uneven.
+    predictions = np.concatenate(list(evaluation.predict(
+        strategy, trainer.model,
+        lambda context: tf.data.Dataset.range(36).map(toy_example).batch(8))))
+    direct = trainer.model(
+        {'x': np.stack([toy_example(i)['x'].numpy() for i in range(36)])})
+    with open(args.result, 'w') as f:
+      json.dump({'losses': losses,
+                 'predictions': predictions.tolist(),
+                 'direct_predictions': direct.numpy().tolist(),
+                 'step': trainer.global_step,
+                 'is_chief': strategy_lib.is_chief(strategy),
+                 'pid': os.getpid(),
+                 'weights': {k: v.tolist()
+                             for k, v in model_weights(trainer.model).items()}}, f)
+
+
+if __name__ == '__main__':
+  main()

@@ -1,110 +1,22 @@
-"""The training loop on a toy regression job, in process on one device.
+"""The training loop on a toy regression job (tests.helpers), in process on one device:
+gradient accumulation, logging, summaries, checkpoints and resume, warm start, NaN stop,
+mixed precision, XLA, evaluation and prediction, metrics, bad settings."""
 
-`python -m tests.test_training_loop --output_dir DIR ...` runs the same toy job
-as a script: the subprocess tests (kill/resume, mirrored, multi-worker) use it.
-"""
-
-import argparse
 import glob
-import json
 import os
 
-from absl import logging
 import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
 
+from tests.helpers import (LossRecorder, model_weights, toy_dataset_fn, toy_example,
+                           toy_loss_fn, toy_metrics_fn, toy_model_fn, toy_trainer)
 from training import checkpointing
 from training import evaluation
 from training import loop
 from training import optimizer as optimizer_lib
 from training import strategy as strategy_lib
-
-NUM_FEATURES = 8
-NUM_EXAMPLES = 4096
-TRUE_WEIGHTS = np.linspace(-1.0, 1.0, NUM_FEATURES).astype(np.float32)
-
-
-def model_fn():
-  """A small MLP with a dict input, like the BERT model's."""
-  x = tf_keras.Input((NUM_FEATURES,), name='x')
-  hidden = tf_keras.layers.Dense(32, activation='tanh', name='hidden')(x)
-  hidden = tf_keras.layers.LayerNormalization(name='LayerNorm')(hidden)
-  y = tf_keras.layers.Dense(1, name='output')(hidden)
-  return tf_keras.Model({'x': x}, y)
-
-
-def make_example(index):
-  """Example `index`: x ~ N(0, 1) from a stateless seed, y = x.w (+ a NaN
-  in x when index is negative, to poison a batch)."""
-  x = tf.random.stateless_normal([NUM_FEATURES], seed=tf.stack([index, 7]))
-  poison = tf.where(index < 0, np.nan, 0.0)
-  return {'x': x + poison, 'y': tf.tensordot(x, TRUE_WEIGHTS, 1)}
-
-
-def make_dataset_fn(batch_size, poison_batch=None):
-  """dataset_fn over NUM_EXAMPLES examples, sharded by input pipeline.
-
-  `batch_size` is global; batch number `poison_batch` (0-based, per input
-  pipeline) gets NaN inputs.
-  """
-  def dataset_fn(context):
-    per_replica = context.get_per_replica_batch_size(batch_size)
-    indices = tf.data.Dataset.range(NUM_EXAMPLES).shard(
-        context.num_input_pipelines, context.input_pipeline_id).repeat()
-    if poison_batch is not None:
-      start = poison_batch * per_replica
-      indices = indices.enumerate().map(
-          lambda n, i: tf.where((n >= start) & (n < start + per_replica),
-                                -1 - i, i))
-    return indices.map(make_example).batch(per_replica, drop_remainder=True)
-  return dataset_fn
-
-
-def loss_fn(features, outputs):
-  predictions = tf.cast(outputs[:, 0], tf.float32)
-  errors = tf.square(predictions - features['y'])
-  return tf.reduce_mean(errors), {'mse': errors,
-                                  'mae': (features['y'], predictions)}
-
-
-def metrics_fn():
-  return {'mse': tf_keras.metrics.Mean(),
-          'mae': tf_keras.metrics.MeanAbsoluteError()}
-
-
-def make_trainer(strategy, output_dir, num_train_steps, batch_size=16,
-                 learning_rate=0.05, poison_batch=None, init_fn=None,
-                 optimizer_fn=None, **config):
-  config.setdefault('log_steps', 5)
-  config.setdefault('save_checkpoints_steps', 1000)
-  return loop.Trainer(
-      strategy,
-      loop.TrainConfig(output_dir=str(output_dir), train_batch_size=batch_size,
-                       num_train_steps=num_train_steps, **config),
-      model_fn,
-      optimizer_fn or (lambda: optimizer_lib.create_optimizer(
-          learning_rate, num_train_steps, num_train_steps // 10)),
-      loss_fn, make_dataset_fn(batch_size, poison_batch), metrics_fn,
-      init_fn)
-
-
-class LossRecorder:
-  """Collects the 'loss' of every progress line."""
-
-  def __init__(self, monkeypatch):
-    self.losses = []
-    original = loop.summaries.log_progress
-
-    def log_progress(step, num_steps, scalars):
-      self.losses.append(scalars['loss'])
-      original(step, num_steps, scalars)
-    monkeypatch.setattr(loop.summaries, 'log_progress', log_progress)
-
-
-def weights(model):
-  return {v.name: v.numpy() for v in model.weights}
 
 
 @pytest.fixture(name='one_device')
@@ -117,19 +29,19 @@ def test_gradient_accumulation_equals_larger_batch(one_device, tmp_path):
   def sgd():
     return tf_keras.optimizers.legacy.SGD(0.1)
   tf_keras.utils.set_random_seed(1)
-  big = make_trainer(one_device, tmp_path / 'big', 6, batch_size=32,
-                     optimizer_fn=sgd)
+  big = toy_trainer(one_device, tmp_path / 'big', 6, batch_size=32,
+                    optimizer_fn=sgd)
   initial = big.model.get_weights()
   big.train()
   # Also the strategy-distributed input path (no iterator checkpoint).
-  accumulated = make_trainer(one_device, tmp_path / 'acc', 6, batch_size=8,
-                             optimizer_fn=sgd, gradient_accumulation_steps=4,
-                             checkpoint_data_iterator=False)
+  accumulated = toy_trainer(one_device, tmp_path / 'acc', 6, batch_size=8,
+                            optimizer_fn=sgd, gradient_accumulation_steps=4,
+                            checkpoint_data_iterator=False)
   accumulated.model.set_weights(initial)
   accumulated.train()
   assert accumulated.global_step == 6
-  for name, value in weights(big.model).items():
-    np.testing.assert_allclose(weights(accumulated.model)[name], value,
+  for name, value in model_weights(big.model).items():
+    np.testing.assert_allclose(model_weights(accumulated.model)[name], value,
                                rtol=1e-5, atol=1e-6, err_msg=name)
 
 
@@ -159,9 +71,9 @@ def test_embeddings_accumulate_and_unused_variables_stay(one_device,
                                    gradient_accumulation_steps=2),
       embedding_model_fn, lambda: optimizer_lib.AdamWeightDecay(0.1),
       embedding_loss_fn, dataset_fn)
-  before = weights(trainer.model)
+  before = model_weights(trainer.model)
   trainer.train()
-  after = weights(trainer.model)
+  after = model_weights(trainer.model)
   for name in before:
     changed = not np.array_equal(before[name], after[name])
     assert changed == name.startswith(('word_embeddings', 'used')), name
@@ -170,9 +82,9 @@ def test_embeddings_accumulate_and_unused_variables_stay(one_device,
 def test_trains_logs_summaries_and_checkpoints(one_device, tmp_path,
                                                monkeypatch):
   recorder = LossRecorder(monkeypatch)
-  trainer = make_trainer(one_device, tmp_path, 40, log_steps=10,
-                         save_checkpoints_steps=15, keep_checkpoint_max=2,
-                         iterations_per_loop=4)
+  trainer = toy_trainer(one_device, tmp_path, 40, log_steps=10,
+                        save_checkpoints_steps=15, keep_checkpoint_max=2,
+                        iterations_per_loop=4)
   scalars = trainer.train()
   assert recorder.losses[-1] < 0.2 * recorder.losses[0], recorder.losses
   assert set(scalars) == {'loss', 'learning_rate', 'examples_per_second',
@@ -205,32 +117,32 @@ def test_restart_resumes_and_warm_start_runs_only_at_step_zero(one_device,
     calls.append(trainer.global_step)
     model.get_layer('output').bias.assign([0.5])
 
-  trainer = make_trainer(one_device, tmp_path, 10, init_fn=init_fn,
-                         save_checkpoints_steps=5)
+  trainer = toy_trainer(one_device, tmp_path, 10, init_fn=init_fn,
+                        save_checkpoints_steps=5)
   trainer.train()
   assert calls == [0]
-  again = make_trainer(one_device, tmp_path, 20, init_fn=init_fn,
-                       save_checkpoints_steps=5)
+  again = toy_trainer(one_device, tmp_path, 20, init_fn=init_fn,
+                      save_checkpoints_steps=5)
   again.train()
   assert calls == [0], 'init_fn ran on a restored run'
   assert again.global_step == 20
   # The restart ran 10 more steps, from the saved step 10.
   assert os.path.exists(tmp_path / 'model.ckpt-20.index')
-  assert make_trainer(one_device, tmp_path, 20).train() == {}
+  assert toy_trainer(one_device, tmp_path, 20).train() == {}
 
 
 def test_nan_loss_stops_and_keeps_last_good_checkpoint(one_device, tmp_path):
-  trainer = make_trainer(one_device, tmp_path, 20, poison_batch=7,
-                         save_checkpoints_steps=3, iterations_per_loop=10)
+  trainer = toy_trainer(one_device, tmp_path, 20, poison_batch=7,
+                        save_checkpoints_steps=3, iterations_per_loop=10)
   with pytest.raises(loop.NonFiniteLossError,
                      match=r'Loss is nan at global step 7: stopped training.*'
                      r'latest good checkpoint is .*model.ckpt-6'):
     trainer.train()
   assert trainer.global_step == 7
   assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-6')
-  for name, value in weights(trainer.model).items():
+  for name, value in model_weights(trainer.model).items():
     assert np.all(np.isfinite(value)), name
-  restored = model_fn()
+  restored = toy_model_fn()
   latest = tf.train.latest_checkpoint(str(tmp_path))
   assert checkpointing.checkpoint_step(latest) == 6
   tf.train.Checkpoint(model=restored).restore(latest).expect_partial()
@@ -241,7 +153,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(one_device, tmp_path):
 @pytest.mark.parametrize('dtype', ['mixed_bfloat16', 'mixed_float16'])
 def test_mixed_precision_trains(one_device, tmp_path, monkeypatch, dtype):
   recorder = LossRecorder(monkeypatch)
-  trainer = make_trainer(one_device, tmp_path, 30, dtype=dtype, log_steps=10)
+  trainer = toy_trainer(one_device, tmp_path, 30, dtype=dtype, log_steps=10)
   trainer.train()
   compute_dtype = {'mixed_bfloat16': 'bfloat16', 'mixed_float16': 'float16'}
   assert trainer.model.get_layer('hidden').compute_dtype == compute_dtype[dtype]
@@ -257,10 +169,10 @@ def test_mixed_precision_trains(one_device, tmp_path, monkeypatch, dtype):
 def test_xla_gives_the_same_losses(one_device, tmp_path, monkeypatch):
   recorder = LossRecorder(monkeypatch)
   tf_keras.utils.set_random_seed(3)
-  plain = make_trainer(one_device, tmp_path / 'plain', 20)
+  plain = toy_trainer(one_device, tmp_path / 'plain', 20)
   initial = plain.model.get_weights()
   plain.train()
-  xla = make_trainer(one_device, tmp_path / 'xla', 20, use_xla=True)
+  xla = toy_trainer(one_device, tmp_path / 'xla', 20, use_xla=True)
   xla.model.set_weights(initial)
   xla.train()
   plain_losses, xla_losses = recorder.losses[:4], recorder.losses[4:]
@@ -269,12 +181,12 @@ def test_xla_gives_the_same_losses(one_device, tmp_path, monkeypatch):
 
 
 def test_evaluate_and_eval_results_file(one_device, tmp_path):
-  model = model_fn()
-  results = evaluation.evaluate(one_device, model, loss_fn,
-                                make_dataset_fn(64), metrics_fn,
+  model = toy_model_fn()
+  results = evaluation.evaluate(one_device, model, toy_loss_fn,
+                                toy_dataset_fn(64), toy_metrics_fn,
                                 max_eval_steps=3)
   # The numpy reference over the same 3 batches of 64.
-  features = {k: np.stack([make_example(i)[k].numpy() for i in range(192)])
+  features = {k: np.stack([toy_example(i)[k].numpy() for i in range(192)])
               for k in ('x', 'y')}
   predictions = model({'x': features['x']})[:, 0].numpy()
   errors = (predictions - features['y']) ** 2
@@ -293,16 +205,16 @@ def test_evaluate_and_eval_results_file(one_device, tmp_path):
 
 
 def test_predict_yields_outputs_in_dataset_order(one_device):
-  model = model_fn()
+  model = toy_model_fn()
 
   def dataset_fn(context):
     del context
     # 50 examples in batches of 16: the last batch has 2.
-    return tf.data.Dataset.range(50).map(make_example).batch(16)
+    return tf.data.Dataset.range(50).map(toy_example).batch(16)
 
   batches = list(evaluation.predict(one_device, model, dataset_fn))
   assert [len(b) for b in batches] == [16, 16, 16, 2]
-  x = np.stack([make_example(i)['x'].numpy() for i in range(50)])
+  x = np.stack([toy_example(i)['x'].numpy() for i in range(50)])
   np.testing.assert_allclose(np.concatenate(batches), model({'x': x}).numpy(),
                              rtol=1e-5, atol=1e-6)
 
@@ -331,57 +243,3 @@ def test_config_rejects_bad_values(tmp_path, monkeypatch):
   monkeypatch.delenv('TF_CONFIG', raising=False)
   with pytest.raises(ValueError, match='needs the cluster in the TF_CONFIG'):
     strategy_lib.build_strategy('multi_worker_mirrored')
-
-
-def main():
-  """Trains the toy job (for the subprocess tests)."""
-  parser = argparse.ArgumentParser()
-  parser.add_argument('--output_dir', required=True)
-  parser.add_argument('--strategy', default='one_device')
-  parser.add_argument('--split_cpu', type=int, default=0)
-  parser.add_argument('--num_train_steps', type=int, default=20)
-  parser.add_argument('--batch_size', type=int, default=16)
-  parser.add_argument('--save_checkpoints_steps', type=int, default=1000)
-  parser.add_argument('--log_steps', type=int, default=5)
-  parser.add_argument('--iterations_per_loop', type=int, default=1000)
-  parser.add_argument('--seed', type=int, default=0)
-  parser.add_argument('--result', help='json file for losses and weights')
-  args = parser.parse_args()
-  logging.set_verbosity(logging.INFO)
-  if args.split_cpu:
-    strategy_lib.split_cpu(args.split_cpu)
-  strategy = strategy_lib.build_strategy(args.strategy)
-  tf_keras.utils.set_random_seed(args.seed)
-  losses = []
-  original = loop.summaries.log_progress
-
-  def log_progress(step, num_steps, scalars):
-    losses.append(scalars['loss'])
-    original(step, num_steps, scalars)
-  loop.summaries.log_progress = log_progress
-  trainer = make_trainer(
-      strategy, args.output_dir, args.num_train_steps,
-      batch_size=args.batch_size,
-      save_checkpoints_steps=args.save_checkpoints_steps,
-      log_steps=args.log_steps, iterations_per_loop=args.iterations_per_loop)
-  trainer.train()
-  if args.result:
-    # 36 examples in per-replica batches of 8: the last step is uneven.
-    predictions = np.concatenate(list(evaluation.predict(
-        strategy, trainer.model,
-        lambda context: tf.data.Dataset.range(36).map(make_example).batch(8))))
-    direct = trainer.model(
-        {'x': np.stack([make_example(i)['x'].numpy() for i in range(36)])})
-    with open(args.result, 'w') as f:
-      json.dump({'losses': losses,
-                 'predictions': predictions.tolist(),
-                 'direct_predictions': direct.numpy().tolist(),
-                 'step': trainer.global_step,
-                 'is_chief': strategy_lib.is_chief(strategy),
-                 'pid': os.getpid(),
-                 'weights': {k: v.tolist()
-                             for k, v in weights(trainer.model).items()}}, f)
-
-
-if __name__ == '__main__':
-  main()

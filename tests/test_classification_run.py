@@ -1,4 +1,10 @@
-"""run_classifier end to end on tiny models: outputs, export, warm starts, regression, errors."""
+"""run_classifier end to end on tiny models.
+
+The CLI on sample_data/sentiment: Google's output files; the export reloaded in a process
+that imports only tensorflow and tensorflow_text, its signatures equal to the Keras model;
+saved_model_cli; a rerun resumes. Warm starts from the MiniLM HF directory and Google's tiny
+checkpoint; STS-B regression; bad inputs.
+"""
 
 import json
 import os
@@ -13,59 +19,20 @@ import classification
 from classification import run
 import fileio
 import modeling
+from tests.helpers import (REPO, SAMPLE, classifier_options, google_tiny_options, run_python,
+                           slice_glue, tiny_config_file)
 import tokenization
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(REPO, "sample_data")
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-TINY_CONFIG = dict(attention_probs_dropout_prob=0.1, hidden_act="gelu", hidden_dropout_prob=0.1,
-                   hidden_size=64, initializer_range=0.02, intermediate_size=128,
-                   max_position_embeddings=64, num_attention_heads=2, num_hidden_layers=2,
-                   type_vocab_size=2)
 TEXTS = ["A wonderful film, I loved every minute of it.", "The soup was cold and the staff rude.",
          "Überraschend gut!", ""]
-
-
-def _tiny_config(path, vocab_size, **overrides):
-  with open(path, "w") as f:
-    json.dump(dict(TINY_CONFIG, vocab_size=vocab_size, **overrides), f)
-  return str(path)
-
-
-def _slice_glue(shared_dir, folder, target, rows):
-  """A copy of a GLUE folder with the header + first `rows` rows of each file."""
-  os.makedirs(target)
-  for name in ("train.tsv", "dev.tsv", "test.tsv"):
-    with open(shared_dir / "data" / "glue" / folder / name, encoding="utf-8") as f:
-      lines = [line for _, line in zip(range(rows + 1), f)]
-    with open(os.path.join(target, name), "w", encoding="utf-8") as f:
-      f.writelines(lines)
-  return target
-
-
-def _google_tiny_options(shared_dir, tmp_path, task_name, folder, rows, **kwargs):
-  """Options for a run from Google's tiny checkpoint on the first `rows` rows of a GLUE folder."""
-  tiny = shared_dir / "fixtures" / "google_bert_tiny"
-  data = _slice_glue(shared_dir, folder, str(tmp_path / "data"), rows)
-  defaults = dict(task_name=task_name, data_dir=data, vocab_file=str(tiny / "vocab.txt"),
-                  output_dir=str(tmp_path / "out"), init_checkpoint=str(tiny / "bert_model.ckpt"),
-                  do_train=True, train_batch_size=8, num_train_epochs=1, seed=1)
-  defaults.update(kwargs)
-  return run.ClassifierOptions(**defaults)
-
-
-def _python(code):
-  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), check=False)
-  assert out.returncode == 0, out.stderr[-3000:]
-  return out.stdout
 
 
 @pytest.fixture(scope="module")
 def sentiment_run(tmp_path_factory):
   """The CLI: train, eval, predict and export a tiny random-init model on sample_data/sentiment."""
   tmp = tmp_path_factory.mktemp("sentiment")
-  config = _tiny_config(tmp / "bert_config.json", 2231)
+  config = tiny_config_file(tmp / "bert_config.json", 2231)
   output_dir, export_dir = tmp / "out", tmp / "export"
   command = [sys.executable, os.path.join(REPO, "run_classifier.py"), "--task_name=SST-2",
              f"--data_dir={SAMPLE}/sentiment", f"--vocab_file={SAMPLE}/vocab.txt",
@@ -80,6 +47,8 @@ def sentiment_run(tmp_path_factory):
               log=out.stderr)
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_outputs_like_google(sentiment_run):
   output_dir = sentiment_run["output_dir"]
   for name in ("train.tf_record", "eval.tf_record", "predict.tf_record", "label_list.json",
@@ -97,6 +66,8 @@ def test_outputs_like_google(sentiment_run):
   assert classification.load_label_list(output_dir) == (["0", "1"], False)
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_saved_model_cli_lists_the_signatures(sentiment_run):
   out = subprocess.run([SAVED_MODEL_CLI, "show", "--all", "--dir", sentiment_run["export_dir"]],
                        capture_output=True, text=True, check=True).stdout
@@ -109,6 +80,8 @@ def test_saved_model_cli_lists_the_signatures(sentiment_run):
       "label_list.json", "vocab.txt"]
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_export_answers_raw_text_in_a_fresh_process(sentiment_run):
   """Only tensorflow + tensorflow_text imported; both signatures match the Keras model."""
   vocab = os.path.join(SAMPLE, "vocab.txt")
@@ -133,7 +106,7 @@ print(json.dumps({{"text": text["probabilities"].numpy().tolist(),
                   "ids": by_ids["probabilities"].numpy().tolist(),
                   "labels": [l.decode() for l in text["label"].numpy()], "modules": ours}}))
 """
-  got = json.loads(_python(code).strip().splitlines()[-1])
+  got = json.loads(run_python(code).strip().splitlines()[-1])
   assert got["modules"] == []
   config = modeling.BertConfig.from_json_file(sentiment_run["config"])
   model = modeling.build_classifier(config, 2, seq_length=32)
@@ -145,6 +118,8 @@ print(json.dumps({{"text": text["probabilities"].numpy().tolist(),
   assert got["labels"] == [str(i) for i in expected.argmax(axis=1)]
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_rerun_resumes_and_evaluates_the_checkpoint(sentiment_run, tmp_path):
   """Training again in the same output_dir has nothing to do; eval reads the checkpoint."""
   options = run.ClassifierOptions(
@@ -170,11 +145,12 @@ def _embeddings(output_dir, vocab_size):
   return reader.get_tensor(names[0])
 
 
+@pytest.mark.slow
 def test_warm_start_from_minilm_huggingface_dir(minilm_dir, shared_dir, tmp_path):
   """No bert_config_file: the HF config.json is used; a learning rate of 1e-30 (0 is refused)
   moves no float32 weight, so MiniLM's weights are kept."""
   minilm_dir = str(minilm_dir)
-  data = _slice_glue(shared_dir, "SST-2", str(tmp_path / "data"), 24)
+  data = slice_glue(shared_dir, "SST-2", str(tmp_path / "data"), 24)
   options = run.ClassifierOptions(
       task_name="sst-2", data_dir=data, vocab_file=os.path.join(minilm_dir, "vocab.txt"),
       output_dir=str(tmp_path / "out"), init_checkpoint=minilm_dir, max_seq_length=32,
@@ -191,9 +167,9 @@ def test_warm_start_from_minilm_huggingface_dir(minilm_dir, shared_dir, tmp_path
 
 def test_warm_start_from_google_checkpoint_on_pairs(shared_dir, tmp_path):
   tiny = shared_dir / "fixtures" / "google_bert_tiny"
-  options = _google_tiny_options(shared_dir, tmp_path, "mrpc", "MRPC", 16,
-                                 bert_config_file=str(tiny / "bert_config.json"),
-                                 max_seq_length=48, do_eval=True, learning_rate=1e-30)
+  options = google_tiny_options(shared_dir, tmp_path, "mrpc", "MRPC", 16,
+                                bert_config_file=str(tiny / "bert_config.json"),
+                                max_seq_length=48, do_eval=True, learning_rate=1e-30)
   done = run.run_classifier(options)
   assert set(done["eval"]) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"}
   expected = tf.train.load_checkpoint(str(tiny / "bert_model.ckpt")).get_tensor(
@@ -202,8 +178,8 @@ def test_warm_start_from_google_checkpoint_on_pairs(shared_dir, tmp_path):
 
 
 def test_stsb_regression(shared_dir, tmp_path):
-  options = _google_tiny_options(shared_dir, tmp_path, "sts-b", "STS-B", 20, max_seq_length=32,
-                                 do_eval=True, do_predict=True)
+  options = google_tiny_options(shared_dir, tmp_path, "sts-b", "STS-B", 20, max_seq_length=32,
+                                do_eval=True, do_predict=True)
   done = run.run_classifier(options)
   assert set(done["eval"]) == {"eval_pearson", "eval_spearman", "eval_loss", "global_step", "loss"}
   assert done["eval"]["global_step"] == 2
@@ -214,32 +190,24 @@ def test_stsb_regression(shared_dir, tmp_path):
   assert classification.load_label_list(str(tmp_path / "out")) == ([], True)
 
 
-def _options(tmp_path, **kwargs):
-  config = _tiny_config(tmp_path / "bert_config.json", 2231)
-  defaults = dict(task_name="sst-2", data_dir=os.path.join(SAMPLE, "sentiment"),
-                  vocab_file=os.path.join(SAMPLE, "vocab.txt"), output_dir=str(tmp_path / "out"),
-                  bert_config_file=config, do_train=True, max_seq_length=32)
-  defaults.update(kwargs)
-  return run.ClassifierOptions(**defaults)
-
-
 def test_unknown_task(tmp_path):
   with pytest.raises(ValueError, match=r"unknown task_name 'glue-9'; known tasks: cola, "):
-    run.run_classifier(_options(tmp_path, task_name="glue-9"))
+    run.run_classifier(classifier_options(tmp_path, task_name="glue-9"))
 
 
 def test_missing_data_file(tmp_path):
   (tmp_path / "data").mkdir()
   with pytest.raises(fileio.InputError, match=r"data file not found: .*data/train\.tsv"):
-    run.run_classifier(_options(tmp_path, data_dir=str(tmp_path / "data")))
+    run.run_classifier(classifier_options(tmp_path, data_dir=str(tmp_path / "data")))
 
 
 def test_vocab_size_mismatch(shared_dir, tmp_path):
   tiny = shared_dir / "fixtures" / "google_bert_tiny"
   with pytest.raises(ValueError, match=r"vocab\.txt has 2231 tokens but the model config .* "
                                        r"has vocab_size 30522"):
-    run.run_classifier(_options(tmp_path, init_checkpoint=str(tiny / "bert_model.ckpt"),
-                                bert_config_file=str(tiny / "bert_config.json")))
+    run.run_classifier(classifier_options(tmp_path,
+                                          init_checkpoint=str(tiny / "bert_model.ckpt"),
+                                          bert_config_file=str(tiny / "bert_config.json")))
 
 
 @pytest.mark.parametrize("flag, value", [("train_batch_size", 0), ("learning_rate", 0.0),
@@ -247,15 +215,15 @@ def test_vocab_size_mismatch(shared_dir, tmp_path):
                                          ("num_train_epochs", -1.0), ("eval_batch_size", -8)])
 def test_bad_numbers_are_refused_before_any_work(tmp_path, flag, value):
   with pytest.raises(ValueError, match=f"--{flag} must be positive, got {value}"):
-    _options(tmp_path, **{flag: value})
+    classifier_options(tmp_path, **{flag: value})
   assert not (tmp_path / "out").exists()
 
 
 def test_nothing_to_do(tmp_path):
   with pytest.raises(ValueError, match="at least one of do_train"):
-    run.run_classifier(_options(tmp_path, do_train=False))
+    run.run_classifier(classifier_options(tmp_path, do_train=False))
 
 
 def test_eval_without_any_weights(tmp_path):
   with pytest.raises(ValueError, match="no checkpoint in output_dir .* and no --init_checkpoint"):
-    run.run_classifier(_options(tmp_path, do_train=False, do_eval=True))
+    run.run_classifier(classifier_options(tmp_path, do_train=False, do_eval=True))

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 from tokenization import FullTokenizer, load_vocab
 from tokenization import vocab_builder
 
@@ -106,6 +106,7 @@ def test_vocab_size_too_small_is_an_error(corpus, tmp_path):
   assert list(tmp_path.iterdir()) == [corpus]  # no output, no temp file left
 
 
+@pytest.mark.multiprocess
 def test_cli(corpus, tmp_path):
   out = tmp_path / "vocab.txt"
   subprocess.run(

@@ -23,8 +23,8 @@ import tf_keras
 import classification
 from classification import run
 import modeling
-from tests.test_run_classifier import (REPO, SAMPLE, _google_tiny_options, _options, _python,
-                                       _tiny_config)
+from tests.helpers import (REPO, SAMPLE, checkpoint_weights, classifier_options,
+                           google_tiny_options, run_python, tiny_config_file)
 
 # The run's settings shared by the runs compared in this module: 600 train examples,
 # int(600 / 16 * 0.5) = 18 steps; 150 dev examples.
@@ -37,31 +37,27 @@ def _no_dropout_classifier():
   return functools.partial(modeling.build_classifier, dropout_rate=0.0)
 
 
-def _trained_weights(output_dir):
-  """{checkpoint key: array} of the model variables in output_dir's latest checkpoint."""
-  reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(output_dir)))
-  return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
-          if "OPTIMIZER_SLOT" not in k and k.startswith("bert_weights/")}
-
-
 @pytest.fixture(scope="module")
 def exact_job(tmp_path_factory):
   """Options of a dropout-free run from a saved checkpoint, and its one_device result."""
   tmp = tmp_path_factory.mktemp("exact")
-  config = _tiny_config(tmp / "no_dropout.json", 2231, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0)
+  config = tiny_config_file(tmp / "no_dropout.json", 2231, hidden_dropout_prob=0.0,
+                            attention_probs_dropout_prob=0.0)
   tf_keras.utils.set_random_seed(1)
   model = modeling.build_classifier(modeling.BertConfig.from_json_file(config), 2, seq_length=32)
   init = modeling.new_checkpoint(model).save(str(tmp / "init" / "ckpt"))
-  values = dict(_options(tmp, bert_config_file=config, init_checkpoint=init, **EXACT).__dict__)
+  values = dict(classifier_options(tmp, bert_config_file=config, init_checkpoint=init,
+                                   **EXACT).__dict__)
   with pytest.MonkeyPatch.context() as patch:
     patch.setattr(modeling, "build_classifier", _no_dropout_classifier())
     done = run.run_classifier(run.ClassifierOptions(**dict(
         values, output_dir=str(tmp / "one"), do_predict=True)))
   return dict(values=values, tmp=tmp, eval=done["eval"], predict=done["predict"],
-              weights=_trained_weights(tmp / "one"))
+              weights=checkpoint_weights(tmp / "one"))
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_mirrored_over_two_cpus_matches_one_device(exact_job):
   """Same global batch (2 x 8 vs 16): the same eval loss and weights up to float32 sums.
 
@@ -73,7 +69,7 @@ def test_mirrored_over_two_cpus_matches_one_device(exact_job):
                 predict_batch_size=6)
   code = f"""
 import functools, json, sys
-sys.path.insert(0, {REPO!r})
+sys.path.insert(0, {str(REPO)!r})
 from training import strategy
 strategy.split_cpu(2)
 import tf_keras
@@ -88,14 +84,14 @@ print(json.dumps(dict(done["eval"], replicas=job.strategy.num_replicas_in_sync,
                       strategy=type(job.strategy).__name__,
                       predict=done["predict"].tolist())))
 """
-  got = json.loads(_python(code).strip().splitlines()[-1])
+  got = json.loads(run_python(code).strip().splitlines()[-1])
   assert (got.pop("strategy"), got.pop("replicas")) == ("MirroredStrategy", 2)
   want = exact_job["eval"]
   assert got["global_step"] == want["global_step"] == 18
   assert got["eval_loss"] == pytest.approx(want["eval_loss"], rel=1e-5)
   assert got["eval_accuracy"] == want["eval_accuracy"]
   np.testing.assert_allclose(got["predict"], exact_job["predict"], rtol=1e-5, atol=1e-6)
-  weights = _trained_weights(values["output_dir"])
+  weights = checkpoint_weights(values["output_dir"])
   # 5 embedding + 2 x 16 layer + 2 pooler + 2 classifier variables.
   assert set(weights) == set(exact_job["weights"]) and len(weights) == 41
   # Training moved weights by up to ~3e-2 (check below); the strategies agree to ~1e-6.
@@ -105,6 +101,7 @@ print(json.dumps(dict(done["eval"], replicas=job.strategy.num_replicas_in_sync,
   assert max(np.abs(init.get_tensor(k) - v).max() for k, v in weights.items()) > 1e-2
 
 
+@pytest.mark.slow
 def test_xla_matches_no_xla(exact_job, monkeypatch):
   monkeypatch.setattr(modeling, "build_classifier", _no_dropout_classifier())
   values = dict(exact_job["values"], output_dir=str(exact_job["tmp"] / "xla"), use_xla=True)
@@ -114,21 +111,23 @@ def test_xla_matches_no_xla(exact_job, monkeypatch):
   # XLA fuses and reorders the float32 arithmetic of the gradients (~5e-7 apart here).
   assert got["eval_loss"] == pytest.approx(want["eval_loss"], rel=1e-5)
   assert got["eval_accuracy"] == want["eval_accuracy"]
-  weights = _trained_weights(values["output_dir"])
+  weights = checkpoint_weights(values["output_dir"])
   for key, value in exact_job["weights"].items():
     np.testing.assert_allclose(weights[key], value, rtol=1e-4, atol=5e-6, err_msg=key)
 
 
+@pytest.mark.slow
 def test_mixed_bfloat16_trains_and_exports_float32(tmp_path):
-  options = _options(tmp_path, dtype="mixed_bfloat16", do_predict=True,
-                     export_dir=str(tmp_path / "export"), predict_batch_size=16,
-                     **dict(EXACT, num_train_epochs=0.25))
+  options = classifier_options(tmp_path, dtype="mixed_bfloat16", do_predict=True,
+                               export_dir=str(tmp_path / "export"), predict_batch_size=16,
+                               **dict(EXACT, num_train_epochs=0.25))
   done = run.run_classifier(options)
   assert sorted(done["eval"]) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
   assert done["eval"]["global_step"] == 9
   assert math.isfinite(done["eval"]["eval_loss"]) and done["eval"]["eval_loss"] > 0
   # Variables stay float32 under the mixed policy.
-  assert {v.dtype for v in _trained_weights(options.output_dir).values()} == {np.dtype("float32")}
+  assert {v.dtype for v in checkpoint_weights(options.output_dir).values()} == {
+      np.dtype("float32")}
   loaded = tf.saved_model.load(options.export_dir)
   with open(os.path.join(SAMPLE, "sentiment", "test.tsv"), encoding="utf-8") as f:
     texts = [line.rstrip("\n").split("\t")[1] for line in f][1:]
@@ -186,7 +185,7 @@ def generic_run(tmp_path_factory):
   command = [sys.executable, os.path.join(REPO, "run_classifier.py"), "--task_name=generic",
              "--text_a_column=review", "--label_column=label", f"--data_dir={tmp / 'data'}",
              f"--vocab_file={SAMPLE}/vocab.txt",
-             f"--bert_config_file={_tiny_config(tmp / 'bert_config.json', 2231)}",
+             f"--bert_config_file={tiny_config_file(tmp / 'bert_config.json', 2231)}",
              f"--output_dir={output_dir}", f"--export_dir={export_dir}", "--do_train",
              "--do_eval", "--do_predict", "--max_seq_length=32", "--train_batch_size=8",
              "--num_train_epochs=1", "--learning_rate=1e-3", "--predict_batch_size=4",
@@ -197,6 +196,8 @@ def generic_run(tmp_path_factory):
   return dict(output_dir=str(output_dir), export_dir=str(export_dir), tests=tests)
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_generic_csv_outputs(generic_run):
   output_dir = generic_run["output_dir"]
   with open(os.path.join(output_dir, "label_list.json"), encoding="utf-8") as f:
@@ -217,6 +218,8 @@ def test_generic_csv_outputs(generic_run):
   np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_generic_export_serves_label_names_in_a_fresh_process(generic_run):
   code = f"""
 import json
@@ -227,7 +230,7 @@ out = m.signatures["serve_text"](text_a=tf.constant({generic_run['tests']!r}))
 print(json.dumps({{"probabilities": out["probabilities"].numpy().tolist(),
                   "labels": [l.decode() for l in out["label"].numpy()]}}))
 """
-  got = json.loads(_python(code).strip().splitlines()[-1])
+  got = json.loads(run_python(code).strip().splitlines()[-1])
   expected = np.loadtxt(os.path.join(generic_run["output_dir"], "test_results.tsv"),
                         delimiter="\t")
   np.testing.assert_allclose(got["probabilities"], expected, atol=1e-5)
@@ -242,14 +245,16 @@ def test_generic_csv_row_with_a_wrong_field_count(tmp_path):
   task = dict(text_a_column="review", label_column="label")
   with pytest.raises(classification.DataFormatError,
                      match=r"data/train\.csv, line 50: 4 columns, expected 3"):
-    run.run_classifier(_options(tmp_path, task_name="generic", data_dir=str(data),
-                                task_options=task))
+    run.run_classifier(classifier_options(tmp_path, task_name="generic", data_dir=str(data),
+                                          task_options=task))
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_regression_export_returns_scores(shared_dir, tmp_path):
   """STS-B: each signature returns only `score`, one float per example, equal to predict's."""
-  options = _google_tiny_options(shared_dir, tmp_path, "sts-b", "STS-B", 20, max_seq_length=32,
-                                 do_predict=True, export_dir=str(tmp_path / "export"))
+  options = google_tiny_options(shared_dir, tmp_path, "sts-b", "STS-B", 20, max_seq_length=32,
+                                do_predict=True, export_dir=str(tmp_path / "export"))
   done = run.run_classifier(options)
   examples = classification.get_processor("sts-b").get_test_examples(options.data_dir)
   pairs = [[e.text_a for e in examples], [e.text_b for e in examples]]
@@ -266,7 +271,7 @@ print(json.dumps({{
     "dtype": pair["score"].dtype.name, "shape": pair["score"].shape.as_list(),
     "pair": pair["score"].numpy().tolist(), "single": single["score"].numpy().tolist()}}))
 """
-  got = json.loads(_python(code).strip().splitlines()[-1])
+  got = json.loads(run_python(code).strip().splitlines()[-1])
   assert got["keys"] == {"serving_default": ["score"], "serve_text": ["score"],
                          "serve_text_pair": ["score"]}
   assert got["dtype"] == "float32" and got["shape"] == [20]

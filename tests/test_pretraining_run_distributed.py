@@ -1,7 +1,8 @@
-"""run_pretraining across processes and devices: a real kill and resume,
-MirroredStrategy over two logical CPUs, two MultiWorkerMirroredStrategy workers.
+"""run_pretraining across processes and devices: a SIGKILL and resume ends where an
+uninterrupted run does; MirroredStrategy over two logical CPUs equals one device; two
+MultiWorkerMirroredStrategy workers on localhost train the same weights, only the chief writes.
 
-`python -m tests.test_run_pretraining_distributed [--split_cpu=N]
+`python -m tests.test_pretraining_run_distributed [--split_cpu=N]
 [--dump_weights=F] <run_pretraining flags>` runs run_pretraining.py after
 splitting the CPU into N logical devices, and saves the trained weights.
 """
@@ -15,27 +16,28 @@ import sys
 
 from absl import app, flags
 import numpy as np
+import pytest
 import tensorflow as tf
 import tf_keras
 
 import modeling
 import pretraining
 import run_pretraining
-from tests.processes import free_port, sigkill_after_first_checkpoint, wait_for_success
-from tests import test_run_pretraining as single
+from tests.helpers import (PRED, REPO, SEQ, checkpoint_weights, free_port,
+                           make_pretraining_records, pretraining_config_file,
+                           sigkill_after_first_checkpoint, wait_for_success)
 from training import loop, summaries
 from training import strategy as strategy_lib
 
-REPO = single.REPO
-SEQ, PRED = single.SEQ, single.PRED
+pytestmark = [pytest.mark.slow, pytest.mark.multiprocess]
 TIMEOUT = 300
 
 
 def make_job(tmp_path):
   """(data files, config file without dropout, init checkpoint): runs that
   start from the same weights and draw no random numbers compare exactly."""
-  files = single.make_data(str(tmp_path))
-  config_file = single.make_config_file(tmp_path / "bert_config.json", dropout=0.0)
+  files = make_pretraining_records(str(tmp_path))
+  config_file = pretraining_config_file(tmp_path / "bert_config.json", dropout=0.0)
   tf_keras.utils.set_random_seed(1)
   model = modeling.build_pretraining_model(modeling.BertConfig.from_json_file(config_file),
                                            seq_length=SEQ, max_predictions_per_seq=PRED)
@@ -53,15 +55,8 @@ def job_flags(input_file, config_file, init, output_dir, **extra):
 
 
 def command(values, module=False):
-  head = ["-m", "tests.test_run_pretraining_distributed"] if module else ["run_pretraining.py"]
+  head = ["-m", "tests.test_pretraining_run_distributed"] if module else ["run_pretraining.py"]
   return [sys.executable, *head] + [f"--{k}={v}" for k, v in values.items()]
-
-
-def final_weights(output_dir):
-  """{key: array} of the model weights in output_dir's latest checkpoint."""
-  reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(output_dir)))
-  return {key: reader.get_tensor(key) for key in reader.get_variable_to_shape_map()
-          if key.startswith("bert_weights/") and ".OPTIMIZER_SLOT" not in key}
 
 
 def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(tmp_path):
@@ -92,7 +87,7 @@ def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(tmp_path):
   pretraining.run(pretraining.PretrainingOptions(**job_flags(
       ",".join(files), config_file, init, tmp_path / "whole", num_train_steps=steps,
       save_checkpoints_steps=steps, iterations_per_loop=10, log_steps=10)))
-  got, want = final_weights(output_dir), final_weights(tmp_path / "whole")
+  got, want = checkpoint_weights(output_dir), checkpoint_weights(tmp_path / "whole")
   assert set(got) == set(want) and len(got) == 46
   for key in want:
     np.testing.assert_allclose(got[key], want[key], rtol=1e-4, atol=1e-6, err_msg=key)
@@ -158,7 +153,7 @@ def test_two_workers_train_the_same_weights_and_only_the_chief_writes(tmp_path):
   # read one of the two files (file-level sharding).
   assert tf.train.latest_checkpoint(str(output_dir)).endswith("model.ckpt-10")
   assert len(glob.glob(str(output_dir / "events.out.tfevents.*"))) == 1
-  np.testing.assert_allclose(final_weights(output_dir)[
+  np.testing.assert_allclose(checkpoint_weights(output_dir)[
       "bert_weights/bert.Spooler.Sdense.Skernel/.ATTRIBUTES/VARIABLE_VALUE"],
       chief[[n for n in chief.files if "pooler" in n and "kernel" in n][0]], atol=1e-6)
   for i in range(2):

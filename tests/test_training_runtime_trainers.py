@@ -9,7 +9,8 @@ import tf_keras
 from classification import run as classification_run
 import modeling
 import pretraining
-from tests import test_run_classifier, test_run_pretraining
+from tests.helpers import (classifier_options, make_pretraining_records, pretraining_config_file,
+                           pretraining_options)
 from training import loop, runner
 
 # Every RuntimeOptions field away from its default (TPU fields aside: no TPU here).
@@ -54,17 +55,17 @@ def check(seen):
 
 
 def test_pretraining_gets_every_runtime_option(spy, tmp_path):
-  data = test_run_pretraining.make_data(str(tmp_path))
-  config = test_run_pretraining.make_config_file(tmp_path / "bert_config.json")
-  options = test_run_pretraining.run_config(("{},{}".format(*data), config, config),
-                                            tmp_path / "out", **RUNTIME)
+  data = make_pretraining_records(str(tmp_path))
+  config = pretraining_config_file(tmp_path / "bert_config.json")
+  options = pretraining_options(("{},{}".format(*data), config, config), tmp_path / "out",
+                                **RUNTIME)
   assert isinstance(options, pretraining.PretrainingOptions)
   pretraining.run(options)
   check(spy)
 
 
 def test_classifier_gets_every_runtime_option(spy, tmp_path):
-  options = test_run_classifier._options(tmp_path, num_train_epochs=0.1, **RUNTIME)  # pylint: disable=protected-access
+  options = classifier_options(tmp_path, num_train_epochs=0.1, **RUNTIME)
   assert isinstance(options, classification_run.ClassifierOptions)
   classification_run.run_classifier(options)
   check(spy)

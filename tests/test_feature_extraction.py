@@ -10,9 +10,8 @@ import pytest
 
 from feature_extraction import extract
 import modeling
+from tests.helpers import REPO
 import tokenization
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_minilm_features_match_huggingface(tmp_path, minilm_dir, shared_dir):
@@ -53,6 +52,7 @@ def test_examples_and_truncation(tmp_path, google_vocab):
     extract.parse_layers("-1,-3", 2)
 
 
+@pytest.mark.multiprocess
 def test_cli_with_google_checkpoint(tmp_path, shared_dir):
   tiny = shared_dir / "fixtures" / "google_bert_tiny"
   (tmp_path / "in.txt").write_text("The man went to the store. ||| He bought milk.\n")

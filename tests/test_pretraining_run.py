@@ -1,12 +1,13 @@
-"""run_pretraining in process: learning, summaries, output_dir's checkpoints as
-init_checkpoints, eval against Google's reference, precision/XLA, bad inputs.
+"""run_pretraining in process: learning on sample_data, summaries, eval_results.txt, the
+output_dir's checkpoints loaded into a classifier and as init_checkpoint; eval of Google's
+tiny checkpoint against its reference losses; XLA gives the same losses, mixed_bfloat16
+trains; bad inputs fail before training with clear errors.
 
 Data: our create_pretraining_data on sample_data/corpus.txt (seq 64, 10
 predictions); model: L=2, H=64 over sample_data/vocab.txt.
 """
 
 import glob
-import io
 import os
 
 import numpy as np
@@ -17,53 +18,17 @@ import tf_keras
 import fileio
 import modeling
 import pretraining
-from pretraining_data import pipeline
+from tests.helpers import (PRED, SEQ, make_pretraining_records, pretraining_config_file,
+                           pretraining_options, write_records)
 from training import loop, summaries
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SEQ, PRED = 64, 10
-
-
-def make_data(directory):
-  """Two TFRecord files from sample_data (2,867 instances at dupe_factor 5)."""
-  files = [os.path.join(directory, name) for name in ("a.tfrecord", "b.tfrecord")]
-  pipeline.run(pipeline.Config(
-      input_file=os.path.join(REPO, "sample_data", "corpus.txt"), output_file=",".join(files),
-      vocab_file=os.path.join(REPO, "sample_data", "vocab.txt"), max_seq_length=SEQ,
-      max_predictions_per_seq=PRED, dupe_factor=5, num_workers=1), io.StringIO())
-  return files
-
-
-def make_config_file(path, dropout=0.1):
-  with open(os.path.join(REPO, "sample_data", "vocab.txt"), encoding="utf-8") as f:
-    vocab_size = sum(1 for _ in f)
-  config = modeling.BertConfig(
-      vocab_size=vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-      intermediate_size=128, max_position_embeddings=2 * SEQ, type_vocab_size=2,
-      hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
-  with open(path, "w", encoding="utf-8") as f:
-    f.write(config.to_json_string())
-  return str(path)
-
 
 @pytest.fixture(name="data", scope="module")
 def fixture_data(tmp_path_factory):
   """(input_file glob, bert_config_file, bert_config_file without dropout)."""
   directory = tmp_path_factory.mktemp("data")
-  make_data(str(directory))
-  return (str(directory / "*.tfrecord"), make_config_file(directory / "bert_config.json"),
-          make_config_file(directory / "bert_config_nodrop.json", dropout=0.0))
-
-
-def run_config(data, output_dir, **flags):
-  input_file, config_file, _ = data
-  values = dict(bert_config_file=config_file, input_file=input_file,
-                output_dir=str(output_dir), max_seq_length=SEQ, max_predictions_per_seq=PRED,
-                do_train=True, train_batch_size=16, learning_rate=2e-3, num_train_steps=40,
-                num_warmup_steps=4, save_checkpoints_steps=20, iterations_per_loop=10,
-                log_steps=10, max_eval_steps=5, seed=1)
-  values.update(flags)
-  return pretraining.PretrainingOptions(**values)
+  make_pretraining_records(str(directory))
+  return (str(directory / "*.tfrecord"), pretraining_config_file(directory / "bert_config.json"),
+          pretraining_config_file(directory / "bert_config_nodrop.json", dropout=0.0))
 
 
 def read_eval_results(output_dir):
@@ -71,9 +36,10 @@ def read_eval_results(output_dir):
     return {k: float(v) for k, v in (line.split(" = ") for line in f.read().splitlines())}
 
 
+@pytest.mark.slow
 def test_learns_and_its_checkpoints_feed_every_consumer(data, tmp_path):
   out = tmp_path / "run"
-  results = pretraining.run(run_config(data, out, do_eval=True, log_steps=5))
+  results = pretraining.run(pretraining_options(data, out, do_eval=True, log_steps=5))
   events = summaries.read_scalars(str(out))
   assert set(events) == {"loss", "learning_rate", "examples_per_second", "masked_lm_accuracy",
                          "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss"}
@@ -121,30 +87,15 @@ def test_learns_and_its_checkpoints_feed_every_consumer(data, tmp_path):
             + "/.ATTRIBUTES/VARIABLE_VALUE"), err_msg=name)
 
   # run_pretraining's init_checkpoint: evaluating it elsewhere gives the same results.
-  again = pretraining.run(run_config(data, tmp_path / "eval", do_train=False, do_eval=True,
-                                     init_checkpoint=str(out)))
+  again = pretraining.run(pretraining_options(data, tmp_path / "eval", do_train=False,
+                                              do_eval=True, init_checkpoint=str(out)))
   for key in ("loss", "masked_lm_accuracy", "masked_lm_loss", "next_sentence_loss"):
     assert again["eval"][key] == pytest.approx(results["eval"][key], rel=1e-5), key
   assert again["eval"]["global_step"] == 0  # a warm start, not a resume (as Estimator)
   # do_eval alone on output_dir: its latest checkpoint wins over init_checkpoint.
-  same = pretraining.run(run_config(data, out, do_train=False, do_eval=True,
-                                    init_checkpoint="/no/such/checkpoint"))
+  same = pretraining.run(pretraining_options(data, out, do_train=False, do_eval=True,
+                                             init_checkpoint="/no/such/checkpoint"))
   assert same["eval"] == pytest.approx(results["eval"], rel=1e-5)
-
-
-def write_records(path, arrays):
-  """One TFRecord file of Google's features from {feature: [N, length] array}."""
-  with tf.io.TFRecordWriter(str(path)) as writer:
-    for i in range(len(arrays["input_ids"])):
-      feature = {}
-      for name, values in arrays.items():
-        row = np.reshape(values[i], [-1])
-        if values.dtype.kind == "f":
-          feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=row))
-        else:
-          feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=row))
-      writer.write(tf.train.Example(
-          features=tf.train.Features(feature=feature)).SerializeToString())
 
 
 def test_eval_of_googles_checkpoint_matches_its_reference(shared_dir, tmp_path):
@@ -180,13 +131,14 @@ def test_eval_of_googles_checkpoint_matches_its_reference(shared_dir, tmp_path):
 
 def first_losses(data, output_dir, **flags):
   input_file, _, nodrop = data
-  pretraining.run(run_config((input_file, nodrop, nodrop), output_dir, num_train_steps=6,
-                             log_steps=1, save_checkpoints_steps=6, iterations_per_loop=6,
-                             **flags))
+  pretraining.run(pretraining_options((input_file, nodrop, nodrop), output_dir,
+                                      num_train_steps=6, log_steps=1, save_checkpoints_steps=6,
+                                      iterations_per_loop=6, **flags))
   losses = summaries.read_scalars(str(output_dir))["loss"]
   return np.array([losses[step] for step in sorted(losses)])
 
 
+@pytest.mark.slow
 def test_xla_gives_the_same_losses_and_bfloat16_trains(data, tmp_path):
   # The same initial weights for every run: a warm start from one checkpoint.
   tf_keras.utils.set_random_seed(1)
@@ -211,14 +163,14 @@ def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
   with pytest.raises(fileio.InputError,
                      match=r"a\.tfrecord: the first record does not match: feature "
                      r"'input_ids' has length 64, expected 128 \(--max_seq_length=128\)"):
-    pretraining.run(run_config(data, tmp_path / "o1", max_seq_length=128))
+    pretraining.run(pretraining_options(data, tmp_path / "o1", max_seq_length=128))
   with pytest.raises(fileio.InputError,
                      match=r"'masked_lm_positions' has length 10, expected 20 "
                      r"\(--max_predictions_per_seq=20\)"):
-    pretraining.run(run_config(data, tmp_path / "o2", max_predictions_per_seq=20))
+    pretraining.run(pretraining_options(data, tmp_path / "o2", max_predictions_per_seq=20))
   with pytest.raises(fileio.InputError,
                      match="max_seq_length 256 exceeds the model's max_position_embeddings 128"):
-    pretraining.run(run_config(data, tmp_path / "o2", max_seq_length=256))
+    pretraining.run(pretraining_options(data, tmp_path / "o2", max_seq_length=256))
   # A file whose records have another length, among good ones: named.
   ref = {name: np.zeros([2, 32], np.int64) for name in ("input_ids", "input_mask",
                                                         "segment_ids")}
@@ -229,29 +181,33 @@ def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
   write_records(tmp_path / "short.tfrecord", ref)
   with pytest.raises(fileio.InputError,
                      match=r"short\.tfrecord: .*'input_ids' has length 32, expected 64"):
-    pretraining.run(run_config(data, tmp_path / "o3",
-                               input_file=f"{first},{tmp_path / 'short.tfrecord'}"))
+    pretraining.run(pretraining_options(data, tmp_path / "o3",
+                                        input_file=f"{first},{tmp_path / 'short.tfrecord'}"))
   (tmp_path / "text.tfrecord").write_text("not a record file\n")
   with pytest.raises(fileio.InputError, match=r"text\.tfrecord: not a readable TFRecord"):
-    pretraining.run(run_config(data, tmp_path / "o4", input_file=str(tmp_path / "text.tfrecord")))
+    pretraining.run(pretraining_options(data, tmp_path / "o4",
+                                        input_file=str(tmp_path / "text.tfrecord")))
   # The model's config against the data.
   small = modeling.BertConfig.from_json_file(config_file).replace(vocab_size=100)
   (tmp_path / "small.json").write_text(small.to_json_string())
   with pytest.raises(fileio.InputError, match=r"a\.tfrecord: .*token id \d+ >= the "
                      r"model's vocab_size 100"):
-    pretraining.run(run_config(data, tmp_path / "o5",
-                               bert_config_file=str(tmp_path / "small.json")))
+    pretraining.run(pretraining_options(data, tmp_path / "o5",
+                                        bert_config_file=str(tmp_path / "small.json")))
   with pytest.raises(fileio.InputError, match="matches no file"):
-    pretraining.run(run_config(data, tmp_path / "o6", input_file=str(tmp_path / "none*.rec")))
+    pretraining.run(pretraining_options(data, tmp_path / "o6",
+                                        input_file=str(tmp_path / "none*.rec")))
   with pytest.raises(modeling.ConfigError, match="cannot read BERT config"):
-    pretraining.run(run_config(data, tmp_path / "o7", bert_config_file=str(tmp_path / "no.json")))
+    pretraining.run(pretraining_options(data, tmp_path / "o7",
+                                        bert_config_file=str(tmp_path / "no.json")))
   # Records that make the loss NaN: training stops at once, nothing is saved.
   nan = dict(ref, input_ids=np.ones([2, SEQ], np.int64), input_mask=np.ones([2, SEQ], np.int64),
              segment_ids=np.zeros([2, SEQ], np.int64),
              masked_lm_weights=np.full([2, PRED], np.nan, np.float32))
   write_records(tmp_path / "nan.tfrecord", nan)
   with pytest.raises(loop.NonFiniteLossError, match="Loss is nan at global step 0: stopped"):
-    pretraining.run(run_config(data, tmp_path / "o8", input_file=str(tmp_path / "nan.tfrecord"),
-                               train_batch_size=2))
+    pretraining.run(pretraining_options(data, tmp_path / "o8",
+                                        input_file=str(tmp_path / "nan.tfrecord"),
+                                        train_batch_size=2))
   for name in ("o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8"):
     assert not glob.glob(str(tmp_path / name / "model.ckpt*")), name

@@ -1,0 +1,65 @@
+"""BertConfig: Google's bert_config.json keys and defaults, validation errors, presets."""
+
+import json
+
+import pytest
+
+import modeling
+from tests.helpers import TINY_BERT
+
+
+def test_config_json_round_trip_has_googles_keys(tmp_path):
+  path = tmp_path / "bert_config.json"
+  path.write_text(TINY_BERT.to_json_string())
+  data = json.loads(path.read_text())
+  assert sorted(data) == sorted([
+      "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+      "intermediate_size", "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob",
+      "max_position_embeddings", "type_vocab_size", "initializer_range"])
+  assert modeling.BertConfig.from_json_file(path) == TINY_BERT
+  assert [p.name for p in tmp_path.iterdir()] == ["bert_config.json"]  # no temp file left
+
+
+def test_config_reads_googles_fixture(shared_dir):
+  config = modeling.BertConfig.from_json_file(
+      shared_dir / "fixtures" / "google_bert_tiny" / "bert_config.json")
+  assert (config.vocab_size, config.hidden_size, config.num_hidden_layers) == (30522, 128, 2)
+  assert config.hidden_act == "gelu" and config.type_vocab_size == 2
+
+
+def test_config_defaults_and_extra_keys_as_google():
+  config = modeling.BertConfig.from_dict({"vocab_size": 10, "directionality": "bidi"})
+  assert config.hidden_size == 768 and config.type_vocab_size == 16
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"vocab_size": 10, "hidden_size": 100, "num_attention_heads": 12},
+     r"hidden_size \(100\) is not a multiple of num_attention_heads \(12\)"),
+    ({"vocab_size": 0}, "vocab_size must be a positive integer, got 0"),
+    ({"vocab_size": 10, "hidden_act": "gleu"}, "hidden_act must be one of .* got 'gleu'"),
+    ({"vocab_size": 10, "hidden_dropout_prob": 1.5}, r"hidden_dropout_prob must be a number in"),
+    ({"hidden_size": 10}, "missing required key 'vocab_size'"),
+    ([1, 2], "expected a JSON object"),
+])
+def test_config_validation_errors(values, message):
+  with pytest.raises(modeling.ConfigError, match=message):
+    modeling.BertConfig.from_dict(values)
+
+
+def test_malformed_config_file_names_file_and_line(tmp_path):
+  path = tmp_path / "bert_config.json"
+  path.write_text('{\n  "vocab_size": 10,\n  "hidden_size": \n}\n')
+  with pytest.raises(modeling.ConfigError, match=r"bert_config.json: not valid JSON \(line 4"):
+    modeling.BertConfig.from_json_file(path)
+  with pytest.raises(modeling.ConfigError, match="cannot read BERT config .*missing.json"):
+    modeling.BertConfig.from_json_file(tmp_path / "missing.json")
+
+
+def test_presets():
+  sizes = {name: (c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size)
+           for name in modeling.PRESETS for c in [modeling.BertConfig.preset(name)]}
+  assert sizes == {"tiny": (2, 128, 2, 512), "mini": (4, 256, 4, 1024),
+                   "small": (4, 512, 8, 2048), "medium": (8, 512, 8, 2048),
+                   "base": (12, 768, 12, 3072), "large": (24, 1024, 16, 4096)}
+  with pytest.raises(modeling.ConfigError, match="unknown preset 'huge'"):
+    modeling.BertConfig.preset("huge")

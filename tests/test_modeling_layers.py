@@ -1,0 +1,133 @@
+"""Layers against Keras' (LayerNorm, MatmulDense: outputs and gradients) and Dropout's rate,
+scaling, masks, dtypes and `training` as a tensor."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from modeling.layers import Dropout, MatmulDense, layer_norm
+
+
+def test_layer_norm_matches_keras_forward_and_gradients():
+  """Our LayerNorm (hand-written gradient) against Keras' LayerNormalization, same weights."""
+  rng = np.random.default_rng(3)
+  x = tf.constant(rng.normal(2.0, 3.0, size=(2, 5, 16)), tf.float32)
+  ours = layer_norm("LayerNorm", "fused")
+  reference = tf_keras.layers.LayerNormalization(epsilon=1e-12)
+  for layer in (ours, reference):
+    layer.build(x.shape)
+    layer.gamma.assign(rng.normal(1.0, 0.5, 16))
+    layer.beta.assign(rng.normal(0.0, 0.5, 16))
+  reference.set_weights(ours.get_weights())
+  assert [w.name.split("/")[-1] for w in ours.weights] == ["gamma:0", "beta:0"]
+  upstream = tf.constant(rng.normal(size=(2, 5, 16)), tf.float32)
+  results = []
+  for layer in (ours, reference):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = layer(x)
+      loss = tf.reduce_sum(y * upstream)
+    results.append([y, *tape.gradient(loss, [x, layer.gamma, layer.beta])])
+  for a, b in zip(*results):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+  assert ours(tf.cast(x, tf.bfloat16)).dtype == tf.float32  # computes in float32
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("policy, tolerance", [("float32", 1e-5), ("mixed_bfloat16", 5e-2)])
+def test_dense_matches_keras_forward_and_gradients(jit_compile, policy, tolerance):
+  """MatmulDense (2-D matmul, bias gradient as a matrix product) against Keras' Dense:
+  same weight names, outputs and gradients for a 3-D input, plain and XLA-compiled."""
+  rng = np.random.default_rng(5)
+  x = tf.constant(rng.normal(size=(3, 7, 16)), tf.float32)
+  upstream = tf.constant(rng.normal(size=(3, 7, 24)), tf.float32)
+  ours = MatmulDense(24, activation="tanh", name="dense", dtype=policy)
+  reference = tf_keras.layers.Dense(24, activation="tanh", name="dense", dtype=policy)
+  for layer in (ours, reference):
+    layer.build(x.shape)
+  reference.set_weights([rng.normal(size=(16, 24)), rng.normal(size=24)])
+  ours.set_weights(reference.get_weights())
+  assert [w.name for w in ours.weights] == ["kernel:0", "bias:0"]
+
+  def forward_and_gradients(layer):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = layer(x)
+      loss = tf.reduce_sum(tf.cast(y, tf.float32) * upstream)
+    return [y, *tape.gradient(loss, [x, layer.kernel, layer.bias])]
+  results = [tf.function(forward_and_gradients, jit_compile=jit_compile)(layer)
+             for layer in (ours, reference)]
+  assert results[0][0].shape == (3, 7, 24) and results[0][0].dtype == results[1][0].dtype
+  for a, b in zip(*results):
+    np.testing.assert_allclose(tf.cast(a, tf.float32), tf.cast(b, tf.float32),
+                               rtol=tolerance, atol=tolerance)
+  # The bias gradient is the column sum of the upstream gradient through tanh.
+  y32 = np.tanh(x.numpy().reshape(-1, 16) @ reference.kernel.numpy() + reference.bias.numpy())
+  expected = ((1 - y32 ** 2) * upstream.numpy().reshape(-1, 24)).sum(axis=0)
+  if policy == "float32":
+    np.testing.assert_allclose(results[0][3], expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])  # the mask kernel alone / inlined
+def test_dropout_drops_at_the_rate_and_scales_the_rest(jit_compile):
+  layer = Dropout(0.1)
+  apply = tf.function(lambda x: layer(x, training=True), jit_compile=jit_compile)
+  y = apply(tf.ones([1000, 1000])).numpy()
+  dropped = y == 0.0
+  # 10^6 Bernoulli(0.1) draws: standard deviation 3e-4 of the fraction.
+  assert dropped.mean() == pytest.approx(0.1, abs=2e-3)
+  assert np.all(y[~dropped] == np.float32(1.0 / 0.9))
+  # The two 16-bit halves of each 32-bit draw decide neighbours independently.
+  both = dropped[:, 0::2] & dropped[:, 1::2]
+  assert both.mean() == pytest.approx(0.01, abs=1.5e-3)
+  # A new mask per call (per training step).
+  assert not np.array_equal(dropped, apply(tf.ones([1000, 1000])).numpy() == 0.0)
+
+
+@pytest.mark.parametrize("shape,policy", [([3, 7], "float32"), ([2, 5, 33], "mixed_bfloat16")])
+def test_dropout_shapes_dtypes_and_gradient(shape, policy):
+  layer = Dropout(0.5, dtype=policy)
+  dtype = layer.compute_dtype
+  x = tf.random.normal(shape, dtype=tf.float32) + 3.0  # no zeros in x
+  x = tf.cast(x, dtype)
+  weights = tf.cast(tf.random.normal(shape), dtype)
+  with tf.GradientTape() as tape:
+    tape.watch(x)
+    y = layer(x, training=True)
+    total = tf.reduce_sum(y * weights)
+  grad = tape.gradient(total, x)
+  assert y.shape == shape and y.dtype == dtype and grad.dtype == dtype
+  kept = y.numpy() != 0
+  assert 0 < kept.sum() < kept.size
+  np.testing.assert_array_equal(y.numpy()[kept], (x.numpy() * 2)[kept])
+  np.testing.assert_array_equal(grad.numpy(), np.where(kept, weights.numpy() * 2, 0))
+  np.testing.assert_array_equal(layer(x, training=False), x)
+  np.testing.assert_array_equal(Dropout(0.0)(x, training=True), x)
+  with pytest.raises(ValueError, match="dropout rate"):
+    Dropout(1.0)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_dropout_takes_training_as_a_tensor(jit_compile):
+  """`training` as a boolean tensor, as Keras' Dropout allows: one trace for both values."""
+  layer = Dropout(0.5)
+
+  @tf.function(jit_compile=jit_compile)
+  def apply(x, training):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = layer(x, training=training)
+      total = tf.reduce_sum(y)
+    return y, tape.gradient(total, x)
+  x = tf.ones([64, 64])
+  y, grad = apply(x, tf.constant(True))
+  kept = y.numpy() != 0
+  assert 0.4 < kept.mean() < 0.6
+  np.testing.assert_array_equal(y.numpy()[kept], 2.0)
+  np.testing.assert_array_equal(grad, np.where(kept, 2.0, 0.0))
+  y, grad = apply(x, tf.constant(False))
+  np.testing.assert_array_equal(y, x)
+  np.testing.assert_array_equal(grad, np.ones([64, 64]))
+  assert apply.experimental_get_tracing_count() == 1
+  assert 0 < (layer(x, training=tf.constant(True)).numpy() == 0).mean() < 1  # eager
