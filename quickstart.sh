@@ -36,7 +36,7 @@ step "3/4 run_classifier: fine-tune on sample_data/sentiment, eval, predict, exp
   --bert_config_file=sample_data/bert_config.json --init_checkpoint="$OUT/pretrain" \
   --max_seq_length=64 --do_train=True --do_eval=True --do_predict=True \
   --train_batch_size=32 --learning_rate=5e-4 --num_train_epochs=5 \
-  --output_dir="$OUT/classifier" --export_dir="$OUT/export" --seed=1
+  --output_dir="$OUT/classifier" --export_dir="$OUT/export" --overwrite_export --seed=1
 echo "--- $OUT/classifier/eval_results.txt"; cat "$OUT/classifier/eval_results.txt"
 echo "--- first lines of $OUT/classifier/test_results.tsv"; head -3 "$OUT/classifier/test_results.tsv"
 

@@ -35,7 +35,10 @@ flags.DEFINE_float("warmup_proportion", 0.1,
                    "Proportion of training to perform linear learning rate warmup for.")
 training_flags.define_runtime_flags()
 flags.adopt_module_key_flags(training_flags)
-flags.DEFINE_string("export_dir", None, "Write a SavedModel here after training.")
+flags.DEFINE_string("export_dir", None, "Write a SavedModel here after training (a new or "
+                    "empty directory, outside output_dir).")
+flags.DEFINE_bool("overwrite_export", False,
+                  "Replace export_dir when it holds a SavedModel written by run_classifier.")
 # The generic task's options (see the README).
 flags.DEFINE_string("text_a_column", None, "generic: column (name or index) of the text.")
 flags.DEFINE_string("text_b_column", None, "generic: column of the second text, if any.")

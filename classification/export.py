@@ -13,17 +13,51 @@ The vocabulary and label_list.json are assets. Loading needs only
 `tensorflow` and `tensorflow_text` (for the WordPiece op).
 """
 
+import os
 import tempfile
 
 import tensorflow as tf
 
 from classification import labels as labels_lib
-from fileio import atomic_directory
+from cli import FlagError
+from fileio import atomic_directory, exists, isdir
 from tokenization.in_graph import InGraphTokenizer
 
 SIGNATURE_IDS = "serving_default"
 SIGNATURE_TEXT = "serve_text"
 SIGNATURE_TEXT_PAIR = "serve_text_pair"
+
+
+# What marks a directory as a SavedModel of ours: the files `export_saved_model` writes.
+_EXPORT_MARKERS = ("saved_model.pb", "variables",
+                   os.path.join("assets", labels_lib.LABEL_LIST_FILE))
+
+
+def check_export_dir(export_dir, output_dir, overwrite):
+  """Refuses, before any work, an export_dir whose replacement would delete what the user owns.
+
+  export_dir may be new, an empty directory, or (with `overwrite`) a SavedModel
+  this module wrote; it may not be, contain or lie inside output_dir (the run's
+  checkpoints and results). Raises FlagError naming the directory.
+  """
+  def local(path):
+    return os.path.realpath(path) if "://" not in path else path.rstrip("/")
+  export, output = local(os.fspath(export_dir)), local(os.fspath(output_dir))
+  if export == output or export.startswith(output + "/") or output.startswith(export + "/"):
+    raise FlagError(f"--export_dir {export_dir!r} overlaps --output_dir {output_dir!r}: "
+                    "writing the export would delete the run's checkpoints and results")
+  if not exists(export_dir):
+    return
+  if not isdir(export_dir):
+    raise FlagError(f"--export_dir {export_dir!r} is a file, not a directory")
+  if not tf.io.gfile.listdir(export_dir):
+    return
+  if not all(exists(os.path.join(export_dir, marker)) for marker in _EXPORT_MARKERS):
+    raise FlagError(f"--export_dir {export_dir!r} exists and is not a SavedModel written by "
+                    "run_classifier: nothing was touched; choose a new or empty directory")
+  if not overwrite:
+    raise FlagError(f"--export_dir {export_dir!r} holds a SavedModel: pass --overwrite_export "
+                    "to replace it")
 
 
 class ClassifierModule(tf.Module):

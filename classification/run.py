@@ -59,6 +59,7 @@ class ClassifierOptions(runtime.RuntimeOptions):
   num_train_epochs: float = 3.0
   warmup_proportion: float = 0.1
   export_dir: Optional[str] = None
+  overwrite_export: bool = False
   task_options: dict = dataclasses.field(default_factory=dict)
 
   def __post_init__(self):
@@ -98,6 +99,9 @@ class ClassifierRun:
                       f"vocab_size {self.config.vocab_size}: use the vocabulary the checkpoint "
                       "was trained with")
     self.is_regression = bool(getattr(self.processor, "is_regression", False))
+    if o.export_dir:
+      from classification import export  # pylint: disable=import-outside-toplevel
+      export.check_export_dir(o.export_dir, o.output_dir, o.overwrite_export)
     self.runner = runner_lib.Runner(o, o.output_dir, o.init_checkpoint)
     self._train_examples = None
     self._task = None

@@ -316,7 +316,7 @@ def run(config, progress_stream=sys.stderr):
   output_files = [p.strip() for p in config.output_file.split(",") if p.strip()]
   if not output_files:
     raise writer.OutputError("--output_file names no file")
-  writer.check_outputs(output_files, config.overwrite)
+  writer.check_outputs(output_files, config.overwrite, input_files)
   # Load and check the vocabulary here too, so a bad one fails before any worker starts.
   worker = _Worker(config)
 

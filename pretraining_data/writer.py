@@ -118,11 +118,16 @@ class ExampleEncoder:
     return records
 
 
-def check_outputs(paths, overwrite):
-  """Fails before any work if an output exists (without `overwrite`) or cannot be created."""
+def check_outputs(paths, overwrite, input_files=()):
+  """Fails before any work if an output exists (without `overwrite`), is one of the
+  `input_files` (even with `overwrite`: the corpus would be replaced) or cannot be created."""
   if len(set(map(os.path.abspath, paths))) != len(paths):
     raise OutputError(f"--output_file names the same file twice: {','.join(paths)}")
+  inputs = {os.path.realpath(p) for p in input_files if "://" not in p}
   for path in paths:
+    if "://" not in path and os.path.realpath(path) in inputs:
+      raise OutputError(f"output file {path!r} is one of the --input_file files: "
+                        "it would replace the corpus")
     if isdir(path):
       raise OutputError(f"output path is a directory: {path!r}")
     if exists(path) and not overwrite:

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 import classification
 from classification import run
+import cli
 import fileio
 import modeling
 from tests.helpers import (REPO, SAMPLE, classifier_options, google_tiny_options, run_python,
@@ -227,3 +228,45 @@ def test_nothing_to_do(tmp_path):
 def test_eval_without_any_weights(tmp_path):
   with pytest.raises(ValueError, match="no checkpoint in output_dir .* and no --init_checkpoint"):
     run.run_classifier(classifier_options(tmp_path, do_train=False, do_eval=True))
+
+
+def _our_export_layout(directory):
+  """The files that mark a SavedModel written by run_classifier (contents do not matter here)."""
+  (directory / "variables").mkdir(parents=True)
+  (directory / "assets").mkdir()
+  (directory / "saved_model.pb").write_bytes(b"")
+  (directory / "assets" / "label_list.json").write_text("{}")
+
+
+def test_export_dir_that_is_not_ours_is_refused_and_untouched(tmp_path):
+  """A typo'd --export_dir (here: a directory of the user's files) is never replaced."""
+  mine = tmp_path / "home"
+  mine.mkdir()
+  (mine / "notes.txt").write_text("keep me")
+  with pytest.raises(cli.FlagError, match=r"--export_dir '.*home' exists and is not a "
+                     r"SavedModel written by run_classifier: nothing was touched"):
+    run.run_classifier(classifier_options(tmp_path, export_dir=str(mine)))
+  assert os.listdir(mine) == ["notes.txt"] and not (tmp_path / "out").exists()
+  (tmp_path / "file").write_text("x")
+  with pytest.raises(cli.FlagError, match="is a file, not a directory"):
+    run.run_classifier(classifier_options(tmp_path, export_dir=str(tmp_path / "file")))
+
+
+@pytest.mark.parametrize("export", ["out", "out/export", "."])
+def test_export_dir_overlapping_output_dir_is_refused_before_training(tmp_path, export):
+  """Equal to, inside or containing output_dir: the checkpoints would go with the export."""
+  with pytest.raises(cli.FlagError, match="overlaps --output_dir .* would delete the run's "
+                     "checkpoints and results"):
+    run.run_classifier(classifier_options(tmp_path, export_dir=str(tmp_path / export)))
+  assert not (tmp_path / "out").exists()
+
+
+def test_our_export_is_replaced_only_with_overwrite_export(tmp_path):
+  _our_export_layout(tmp_path / "export")
+  with pytest.raises(cli.FlagError, match="holds a SavedModel: pass --overwrite_export"):
+    run.run_classifier(classifier_options(tmp_path, export_dir=str(tmp_path / "export")))
+  from classification import export  # pylint: disable=import-outside-toplevel
+  export.check_export_dir(str(tmp_path / "export"), str(tmp_path / "out"), overwrite=True)
+  export.check_export_dir(str(tmp_path / "new"), str(tmp_path / "out"), overwrite=False)
+  (tmp_path / "empty").mkdir()
+  export.check_export_dir(str(tmp_path / "empty"), str(tmp_path / "out"), overwrite=False)

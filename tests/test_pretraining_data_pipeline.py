@@ -101,6 +101,20 @@ def test_failure_leaves_no_output_and_keeps_the_old_file(tmp_path, heldout, goog
   assert out.stat().st_size > 1000 and summary.instances > 1000
 
 
+def test_an_input_file_is_never_an_output(tmp_path, google_vocab):
+  """--output_file naming the corpus (here through a symlink) is refused even with --overwrite."""
+  corpus = tmp_path / "corpus.txt"
+  corpus.write_text("The first sentence.\nThe second one.\n\nAnother document.\n")
+  (tmp_path / "link.txt").symlink_to(corpus)
+  before = corpus.read_bytes()
+  for output in (corpus, tmp_path / "link.txt"):
+    with pytest.raises(writer.OutputError, match="is one of the --input_file files"):
+      _run(tmp_path, corpus, google_vocab, output_file=f"{tmp_path / 'ok.tfrecord'},{output}",
+           overwrite=True)
+  assert corpus.read_bytes() == before
+  assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt", "link.txt"]
+
+
 def test_temporary_name_until_commit(tmp_path):
   paths = [str(tmp_path / "a"), str(tmp_path / "b")]
   w = writer.ShardedRecordWriter(paths)
