@@ -79,6 +79,7 @@ def ours(args):
   """One measurement in this process; prints {"sequences_per_second": ...}."""
   import modeling  # pylint: disable=import-outside-toplevel
   import pretraining  # pylint: disable=import-outside-toplevel
+  from training import summaries  # pylint: disable=import-outside-toplevel
   layers, hidden = PRESETS[args.preset]
   work = tempfile.mkdtemp(prefix="bench_pretraining_")
   config_file = os.path.join(work, "bert_config.json")
