@@ -19,7 +19,6 @@ is to what the machine's matmuls allow.
 """
 
 import argparse
-import glob
 import json
 import os
 import shutil

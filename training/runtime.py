@@ -71,7 +71,3 @@ def check_positive(name, value):
   if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
     raise FlagError(f"--{name} must be positive, got {value}")
 
-
-def runtime_fields(options):
-  """{name: value} of the RuntimeOptions part of a trainer's options."""
-  return {f.name: getattr(options, f.name) for f in dataclasses.fields(RuntimeOptions)}
