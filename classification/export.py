@@ -21,6 +21,7 @@ import tensorflow as tf
 from classification import labels as labels_lib
 from cli import FlagError
 from fileio import atomic_directory, exists, isdir
+from fileio.filesystem import is_local
 from tokenization.in_graph import InGraphTokenizer
 
 SIGNATURE_IDS = "serving_default"
@@ -41,7 +42,7 @@ def check_export_dir(export_dir, output_dir, overwrite):
   checkpoints and results). Raises FlagError naming the directory.
   """
   def local(path):
-    return os.path.realpath(path) if "://" not in path else path.rstrip("/")
+    return os.path.realpath(path) if is_local(path) else path.rstrip("/")
   export, output = local(os.fspath(export_dir)), local(os.fspath(output_dir))
   if export == output or export.startswith(output + "/") or output.startswith(export + "/"):
     raise FlagError(f"--export_dir {export_dir!r} overlaps --output_dir {output_dir!r}: "

@@ -26,7 +26,7 @@ from classification import tfrecords
 from classification.features import pad_to_batch_multiple
 from classification.task import ClassifierTask
 from cli import FlagError
-from fileio import InputError, atomic_write_text
+from fileio import InputError, atomic_write_text, exists, open_file
 import modeling
 import tokenization
 from training import runner as runner_lib
@@ -129,7 +129,7 @@ class ClassifierRun:
       path = os.path.join(self.options.output_dir, labels_lib.LABEL_LIST_FILE)
       if self.options.do_train:
         self.train_examples()
-      elif os.path.exists(path):
+      elif exists(path):
         self.processor.set_labels(labels_lib.load_label_list(path)[0])
       else:
         raise FlagError(f"task {self.options.task_name!r} needs its labels: train first, or "
@@ -157,9 +157,9 @@ class ClassifierRun:
         [vars(e) for e in examples]],
         default=str).encode("utf-8")).hexdigest()
     stamp = path + ".sha256"
-    if os.path.exists(path) and os.path.exists(stamp):
-      with open(stamp, encoding="utf-8") as f:
-        cached = f.read().strip() == digest
+    if exists(path) and exists(stamp):
+      with open_file(stamp, "rb") as f:
+        cached = f.read().decode("utf-8").strip() == digest
     else:
       cached = False
     if cached:

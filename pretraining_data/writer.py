@@ -12,6 +12,7 @@ import numpy as np
 
 from cli import UserError
 from fileio import AtomicFile, exists, frame_record, isdir
+from fileio.filesystem import is_local
 from pretraining_data import features
 
 
@@ -123,9 +124,9 @@ def check_outputs(paths, overwrite, input_files=()):
   `input_files` (even with `overwrite`: the corpus would be replaced) or cannot be created."""
   if len(set(map(os.path.abspath, paths))) != len(paths):
     raise OutputError(f"--output_file names the same file twice: {','.join(paths)}")
-  inputs = {os.path.realpath(p) for p in input_files if "://" not in p}
+  inputs = {os.path.realpath(p) for p in input_files if is_local(p)}
   for path in paths:
-    if "://" not in path and os.path.realpath(path) in inputs:
+    if is_local(path) and os.path.realpath(path) in inputs:
       raise OutputError(f"output file {path!r} is one of the --input_file files: "
                         "it would replace the corpus")
     if isdir(path):
