@@ -13,6 +13,7 @@ import os
 
 from classification.processors import DataFormatError, DataProcessor, Layout
 from cli import FlagError
+import fileio
 
 _DELIMITERS = {".tsv": "\t", ".csv": ","}
 
@@ -108,7 +109,7 @@ class DelimitedFileProcessor(DataProcessor):
   @staticmethod
   def _find(data_dir, split):
     found = [os.path.join(data_dir, split + ext) for ext in (".tsv", ".csv", ".txt")]
-    found = [p for p in found if os.path.isfile(p)]
+    found = [p for p in found if fileio.isfile(p)]
     if len(found) != 1:
       what = "several" if found else "no"
       raise DataFormatError(f"{data_dir}: expected exactly one of {split}.tsv, {split}.csv, "

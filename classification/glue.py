@@ -10,6 +10,7 @@ own index column, as Google does.
 import os
 
 from classification.processors import DataFormatError, DataProcessor, Layout
+import fileio
 
 _HEADER = True
 _NO_HEADER = False
@@ -152,6 +153,6 @@ def _find(data_dir, *names):
   """The first of data_dir/<name> that exists, or an error listing where it looked."""
   paths = [os.path.join(data_dir, n) for n in names]
   for path in paths:
-    if os.path.isfile(path):
+    if fileio.isfile(path):
       return path
   raise DataFormatError("XNLI file not found; looked for " + " and ".join(paths))

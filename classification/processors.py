@@ -14,12 +14,12 @@ task's labels always raises: it means the wrong task or the wrong file.
 import csv
 import dataclasses
 import math
-import os
 
 from absl import logging
 
 from classification.examples import InputExample
 from cli import UserError
+import fileio
 from fileio import InputError
 
 
@@ -56,37 +56,39 @@ def read_rows(path, delimiter="\t", quotechar=None):
   format); otherwise fields follow CSV quoting rules (and may span lines; the
   number is then the record's first line).
   """
-  if not os.path.isfile(path):
+  if not fileio.isfile(path):
     raise InputError(f"data file not found: {path}")
   if quotechar is None:
-    with open(path, "rb") as f:
-      for number, raw in enumerate(f, 1):
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-          raw = raw[3:]
-        raw = raw.rstrip(b"\n")
-        if raw.endswith(b"\r"):
-          raw = raw[:-1]
-        if not raw:
-          continue
-        try:
-          line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-          raise DataFormatError(f"{path}, line {number}: not valid UTF-8 ({e.reason} at byte "
-                                f"{e.start})") from None
+    for number, line in _decoded_lines(path):
+      line = line.rstrip("\n")
+      if line.endswith("\r"):
+        line = line[:-1]
+      if line:
         yield number, line.split(delimiter)
     return
+  lines = (line for _, line in _decoded_lines(path))
+  reader = csv.reader(lines, delimiter=delimiter, quotechar=quotechar, strict=True)
+  first_line = 1
   try:
-    with open(path, encoding="utf-8-sig", newline="") as f:
-      reader = csv.reader(f, delimiter=delimiter, quotechar=quotechar, strict=True)
-      first_line = 1
-      for fields in reader:
-        if fields and fields != [""]:
-          yield first_line, fields
-        first_line = reader.line_num + 1
+    for fields in reader:
+      if fields and fields != [""]:
+        yield first_line, fields
+      first_line = reader.line_num + 1
   except csv.Error as e:
     raise DataFormatError(f"{path}, line {reader.line_num}: {e}") from None
-  except UnicodeDecodeError as e:
-    raise DataFormatError(f"{path}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
+
+
+def _decoded_lines(path):
+  """Yields (line_number, line with its line end) of a UTF-8 file; a leading BOM is dropped."""
+  with fileio.open_file(path, "rb") as f:
+    for number, raw in enumerate(f, 1):
+      if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+      try:
+        yield number, raw.decode("utf-8")
+      except UnicodeDecodeError as e:
+        raise DataFormatError(f"{path}, line {number}: not valid UTF-8 ({e.reason} at byte "
+                              f"{e.start})") from None
 
 
 def _column_index(column, header, path, what):

@@ -26,7 +26,7 @@ from classification import tfrecords
 from classification.features import pad_to_batch_multiple
 from classification.task import ClassifierTask
 from cli import FlagError
-from fileio import InputError, atomic_write_text, exists, open_file
+from fileio import InputError, atomic_write_text, exists, isdir, open_file
 import modeling
 import tokenization
 from training import runner as runner_lib
@@ -82,7 +82,7 @@ class ClassifierRun:
     self.options = o = options
     tokenization.validate_case_matches_checkpoint(o.do_lower_case, o.init_checkpoint)
     self.processor = registry.get_processor(o.task_name, **o.task_options)
-    if not os.path.isdir(o.data_dir) and (o.do_train or o.do_eval or o.do_predict):
+    if not isdir(o.data_dir) and (o.do_train or o.do_eval or o.do_predict):
       raise InputError(f"--data_dir {o.data_dir!r} is not a directory")
     if not (o.bert_config_file or o.init_checkpoint):
       raise FlagError("pass bert_config_file (or an init_checkpoint that has its config "
@@ -254,5 +254,5 @@ def run_classifier(options):
 
 
 def _file_digest(path):
-  with open(path, "rb") as f:
+  with open_file(path, "rb") as f:
     return hashlib.sha256(f.read()).hexdigest()

@@ -37,6 +37,11 @@ def isdir(path):
   return os.path.isdir(path) if is_local(path) else _gfile().isdir(path)
 
 
+def isfile(path):
+  return os.path.isfile(path) if is_local(path) else (_gfile().exists(path) and
+                                                      not _gfile().isdir(path))
+
+
 def file_size(path):
   """Size of the file `path` in bytes."""
   return os.path.getsize(path) if is_local(path) else _gfile().stat(path).length

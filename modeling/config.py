@@ -8,6 +8,8 @@ Google's defaults, except `vocab_size`, which has no default.
 import dataclasses
 import json
 
+import tensorflow as tf
+
 from cli import UserError
 
 from modeling import activations
@@ -109,10 +111,10 @@ class BertConfig:
   def from_json_file(cls, path):
     """Reads Google's `bert_config.json`; errors name the file."""
     try:
-      with open(path, encoding="utf-8") as f:
+      with tf.io.gfile.GFile(path, "r") as f:
         text = f.read()
-    except OSError as e:
-      raise ConfigError(f"cannot read BERT config {path!r}: {e.strerror}") from None
+    except tf.errors.OpError as e:
+      raise ConfigError(f"cannot read BERT config {path!r}: {e.message}") from None
     try:
       values = json.loads(text)
     except json.JSONDecodeError as e:

@@ -1,9 +1,9 @@
 """WordPiece vocabulary files: one token per line, the line number is the id."""
 
 import collections
-import os
 
 from cli import UserError
+import fileio
 
 
 class VocabError(UserError, ValueError):
@@ -18,10 +18,10 @@ def load_vocab(vocab_file):
   (a missing or empty file, a blank line, a repeated token) raise VocabError
   naming the file and the line.
   """
-  if not os.path.isfile(vocab_file):
+  if not fileio.isfile(vocab_file):
     raise VocabError(f"vocab file not found: {vocab_file!r}")
   vocab = collections.OrderedDict()
-  with open(vocab_file, "rb") as f:
+  with fileio.open_file(vocab_file, "rb") as f:
     for line_no, raw in enumerate(f, start=1):
       try:
         token = raw.decode("utf-8").strip()

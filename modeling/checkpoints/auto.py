@@ -18,14 +18,14 @@ def detect_format(path):
   path = os.fspath(path)
   if path.endswith(".safetensors") or huggingface.is_huggingface_dir(path):
     return HUGGINGFACE, path
-  if os.path.isdir(path):
-    if os.path.exists(os.path.join(path, google_tf1.DEFAULT_PREFIX + ".index")):
+  if tf.io.gfile.isdir(path):
+    if tf.io.gfile.exists(os.path.join(path, google_tf1.DEFAULT_PREFIX + ".index")):
       prefix = os.path.join(path, google_tf1.DEFAULT_PREFIX)
     elif tf.train.latest_checkpoint(path):
       prefix = tf.train.latest_checkpoint(path)
     else:
       prefix = google_tf1.resolve_prefix(path)  # raises with the directory's contents
-  elif os.path.exists(path + ".index"):
+  elif tf.io.gfile.exists(path + ".index"):
     prefix = path
   else:
     raise CheckpointNotFoundError(f"no checkpoint at {path!r}: neither {path}.index nor a "
@@ -68,16 +68,16 @@ def load_config(path):
   path = os.fspath(path)
   if path.endswith(".json"):
     try:
-      with open(path, encoding="utf-8") as f:
+      with tf.io.gfile.GFile(path, "r") as f:
         is_hf = "model_type" in json.load(f)
-    except (OSError, ValueError, TypeError):
+    except (tf.errors.OpError, ValueError, TypeError):
       is_hf = False  # BertConfig.from_json_file reports the problem.
     return huggingface.load_hf_config(path) if is_hf else BertConfig.from_json_file(path)
-  directory = path if os.path.isdir(path) else os.path.dirname(path)
+  directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
   if path.endswith(".safetensors") or huggingface.is_huggingface_dir(path):
     return huggingface.load_hf_config(directory)
   config_file = os.path.join(directory, GOOGLE_CONFIG_NAME)
-  if not os.path.exists(config_file):
+  if not tf.io.gfile.exists(config_file):
     raise ConfigError(f"no {GOOGLE_CONFIG_NAME} beside checkpoint {path!r}; pass the "
                       "config file explicitly")
   return BertConfig.from_json_file(config_file)

@@ -1,7 +1,6 @@
 """Google's name-based TF1 checkpoints (`bert_model.ckpt`): reading and writing."""
 
 import os
-import tempfile
 
 from absl import logging
 import tensorflow as tf
@@ -13,23 +12,23 @@ from modeling.checkpoints.assign import (CheckpointError, CheckpointNotFoundErro
 # The key every TF2 object-based checkpoint has and no TF1 name-based one has.
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 DEFAULT_PREFIX = "bert_model.ckpt"
-_DATA_SUFFIX = ".data-00000-of-00001"
 
 
 def resolve_prefix(path):
   """The checkpoint prefix for `path`: a prefix, or a directory holding bert_model.ckpt.*."""
   path = os.fspath(path)
-  if os.path.isdir(path):
+  if tf.io.gfile.isdir(path):
     candidate = os.path.join(path, DEFAULT_PREFIX)
-    if os.path.exists(candidate + ".index"):
+    if tf.io.gfile.exists(candidate + ".index"):
       return candidate
-    indexes = sorted(f[:-len(".index")] for f in os.listdir(path) if f.endswith(".index"))
+    indexes = sorted(f[:-len(".index")] for f in tf.io.gfile.listdir(path)
+                     if f.endswith(".index"))
     if len(indexes) == 1:
       return os.path.join(path, indexes[0])
     raise CheckpointNotFoundError(f"no checkpoint in directory {path!r}: expected "
                             f"{DEFAULT_PREFIX}.index" +
                             (f" (found several: {indexes})" if indexes else ""))
-  if not os.path.exists(path + ".index"):
+  if not tf.io.gfile.exists(path + ".index"):
     raise CheckpointNotFoundError(f"no checkpoint at {path!r}: {path}.index does not exist")
   return path
 
@@ -65,12 +64,14 @@ def load_google_checkpoint(model, path):
 
 
 def save_google_checkpoint(model, prefix, global_step=None):
-  """Writes `model`'s weights as a Google TF1 checkpoint at `prefix` (atomically).
+  """Writes `model`'s weights as a Google TF1 checkpoint at `prefix`.
 
   Names and shapes are Google's (`bert/...`, and `cls/...` or `output_*` for
   the heads the model has), so `tf.train.load_checkpoint`, Google's
   `run_classifier.py`/`run_pretraining.py` and our loader read it. `global_step`
-  (int64) is written when given. Returns the prefix.
+  (int64) is written when given. TensorFlow's bundle writer makes each file
+  under a temporary name and renames it into place, the data file before the
+  index, so a reader never opens a half-written checkpoint. Returns the prefix.
   """
   prefix = os.fspath(prefix)
   tensors = {name: tf.convert_to_tensor(var.numpy())
@@ -78,20 +79,10 @@ def save_google_checkpoint(model, prefix, global_step=None):
   if global_step is not None:
     tensors["global_step"] = tf.constant(global_step, tf.int64)
   names = sorted(tensors)
-  directory = os.path.dirname(os.path.abspath(prefix))
-  os.makedirs(directory, exist_ok=True)
-  tmp_dir = tempfile.mkdtemp(dir=directory, prefix=".ckpt-tmp-")
-  tmp_prefix = os.path.join(tmp_dir, "ckpt")
-  try:
-    tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names, shape_and_slices=[""] * len(names),
-                      tensors=[tensors[n] for n in names])
-    # The data file first: a reader only opens a prefix whose .index exists.
-    os.replace(tmp_prefix + _DATA_SUFFIX, prefix + _DATA_SUFFIX)
-    os.replace(tmp_prefix + ".index", prefix + ".index")
-  finally:
-    for f in os.listdir(tmp_dir):
-      os.remove(os.path.join(tmp_dir, f))
-    os.rmdir(tmp_dir)
+  if os.path.dirname(prefix):
+    tf.io.gfile.makedirs(os.path.dirname(prefix))
+  tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                    tensors=[tensors[n] for n in names])
   logging.info("wrote Google TF1 checkpoint %s (%d variables)", prefix, len(names))
   return prefix
 

@@ -44,13 +44,13 @@ def _unescape(local_name):
 def resolve_prefix(path):
   """A checkpoint prefix for a prefix or a directory managed by `CheckpointManager`."""
   path = os.fspath(path)
-  if os.path.isdir(path):
+  if tf.io.gfile.isdir(path):
     latest = tf.train.latest_checkpoint(path)
     if latest is None:
       raise CheckpointNotFoundError(
           f"no TF2 checkpoint in directory {path!r} (no 'checkpoint' file)")
     return latest
-  if not os.path.exists(path + ".index"):
+  if not tf.io.gfile.exists(path + ".index"):
     raise CheckpointNotFoundError(f"no checkpoint at {path!r}: {path}.index does not exist")
   return path
 
