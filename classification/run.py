@@ -84,20 +84,11 @@ class ClassifierRun:
     self.processor = registry.get_processor(o.task_name, **o.task_options)
     if not isdir(o.data_dir) and (o.do_train or o.do_eval or o.do_predict):
       raise InputError(f"--data_dir {o.data_dir!r} is not a directory")
-    if not (o.bert_config_file or o.init_checkpoint):
-      raise FlagError("pass bert_config_file (or an init_checkpoint that has its config "
-                      "beside it, such as an HF directory with config.json)")
-    self.config = modeling.load_config(o.bert_config_file or o.init_checkpoint)
-    if o.max_seq_length > self.config.max_position_embeddings:
-      raise FlagError(f"Cannot use sequence length {o.max_seq_length} because the BERT model "
-                      f"was only trained up to sequence length "
-                      f"{self.config.max_position_embeddings}")
+    self.config = modeling.resolve_config(o.bert_config_file, o.init_checkpoint)
+    self.config.check_seq_length(o.max_seq_length)
     self.tokenizer = tokenization.FullTokenizer(o.vocab_file, do_lower_case=o.do_lower_case)
-    if len(self.tokenizer.vocab) != self.config.vocab_size:
-      raise FlagError(f"vocab_file {o.vocab_file} has {len(self.tokenizer.vocab)} tokens but "
-                      f"the model config ({o.bert_config_file or o.init_checkpoint}) has "
-                      f"vocab_size {self.config.vocab_size}: use the vocabulary the checkpoint "
-                      "was trained with")
+    self.tokenizer.check_vocab_size(self.config.vocab_size,
+                                    o.bert_config_file or o.init_checkpoint)
     self.is_regression = bool(getattr(self.processor, "is_regression", False))
     if o.export_dir:
       from classification import export  # pylint: disable=import-outside-toplevel

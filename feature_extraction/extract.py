@@ -90,9 +90,7 @@ def extract_features(config, init_checkpoint, tokenizer, input_file, output_file
 
   Returns the number of examples written.
   """
-  if max_seq_length > config.max_position_embeddings:
-    raise FlagError(f"--max_seq_length {max_seq_length} is longer than the model's "
-                     f"max_position_embeddings {config.max_position_embeddings}")
+  config.check_seq_length(max_seq_length)
   layer_indexes = parse_layers(layers, config.num_hidden_layers)
   examples = read_examples(input_file)
   features = convert_examples_to_features(examples, max_seq_length, tokenizer)

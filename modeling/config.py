@@ -76,6 +76,13 @@ class BertConfig:
     if problems:
       raise ConfigError(f"{source}: " + "; ".join(problems))
 
+  def check_seq_length(self, max_seq_length):
+    """Raises ConfigError (Google's message) when max_seq_length exceeds the position table."""
+    if max_seq_length > self.max_position_embeddings:
+      raise ConfigError(f"Cannot use sequence length {max_seq_length} because the BERT model "
+                        f"was only trained up to sequence length "
+                        f"{self.max_position_embeddings}")
+
   @property
   def head_size(self):
     return self.hidden_size // self.num_attention_heads

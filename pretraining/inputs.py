@@ -32,9 +32,7 @@ def check_records(files, max_seq_length, max_predictions_per_seq, bert_config):
   wrong `max_seq_length` / `max_predictions_per_seq`, and ids the model's
   embeddings cannot hold. Errors name the file and what differs.
   """
-  if max_seq_length > bert_config.max_position_embeddings:
-    raise InputError(f"max_seq_length {max_seq_length} exceeds the model's "
-                     f"max_position_embeddings {bert_config.max_position_embeddings}")
+  bert_config.check_seq_length(max_seq_length)
   lengths = features_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
   flag_of = {"seq": "max_seq_length", "pred": "max_predictions_per_seq", 1: None}
   for path in files:

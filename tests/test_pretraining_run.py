@@ -168,8 +168,9 @@ def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
                      match=r"'masked_lm_positions' has length 10, expected 20 "
                      r"\(--max_predictions_per_seq=20\)"):
     pretraining.run(pretraining_options(data, tmp_path / "o2", max_predictions_per_seq=20))
-  with pytest.raises(fileio.InputError,
-                     match="max_seq_length 256 exceeds the model's max_position_embeddings 128"):
+  with pytest.raises(modeling.ConfigError,
+                     match="Cannot use sequence length 256 because the BERT model was only "
+                           "trained up to sequence length 128"):
     pretraining.run(pretraining_options(data, tmp_path / "o2", max_seq_length=256))
   # A file whose records have another length, among good ones: named.
   ref = {name: np.zeros([2, 32], np.int64) for name in ("input_ids", "input_mask",

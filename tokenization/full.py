@@ -5,7 +5,7 @@ import re
 from cli import FlagError
 
 from tokenization.basic import BasicTokenizer
-from tokenization.vocab import load_vocab
+from tokenization.vocab import VocabError, load_vocab
 from tokenization.wordpiece import WordpieceTokenizer
 
 
@@ -19,6 +19,13 @@ class FullTokenizer:
     self.inv_vocab = {i: t for t, i in self.vocab.items()}
     self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
     self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
+
+  def check_vocab_size(self, vocab_size, model_source):
+    """Raises VocabError unless the vocabulary has the model's `vocab_size` tokens."""
+    if len(self.vocab) != vocab_size:
+      raise VocabError(f"vocab_file {self.vocab_file} has {len(self.vocab)} tokens but the "
+                       f"model config ({model_source}) has vocab_size {vocab_size}: use the "
+                       "vocabulary the checkpoint was trained with")
 
   def tokenize(self, text):
     return self.wordpiece_tokenizer.tokenize(" ".join(self.basic_tokenizer.tokenize(text)))

@@ -83,6 +83,14 @@ def load_config(path):
   return BertConfig.from_json_file(config_file)
 
 
+def resolve_config(bert_config_file, init_checkpoint):
+  """The fine-tuning scripts' config: bert_config_file, else the one stored with init_checkpoint."""
+  if not (bert_config_file or init_checkpoint):
+    raise ConfigError("pass bert_config_file (or an init_checkpoint that has its config beside "
+                      "it, such as an HF directory with config.json)")
+  return load_config(bert_config_file or init_checkpoint)
+
+
 class BertCheckpointing:
   """A trainer task's checkpoint methods (`training.task.Task`) for BERT models.
 

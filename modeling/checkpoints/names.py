@@ -12,6 +12,7 @@ HEAD_LABELS = {
     "cls_predictions": "masked-LM head",
     "cls_seq_relationship": "next-sentence head",
     "classifier": "classifier output layer",
+    "cls_squad": "SQuAD span layer",
 }
 _LAYER_RE = re.compile(r"^bert/encoder/layer_(\d+)/")
 
@@ -73,6 +74,10 @@ def head_variables(model):
     head = present["cls_seq_relationship"]
     heads["cls_seq_relationship"] = {"cls/seq_relationship/output_weights": head.output_weights,
                                      "cls/seq_relationship/output_bias": head.output_bias}
+  if "cls_squad" in present:
+    head = present["cls_squad"]
+    heads["cls_squad"] = {"cls/squad/output_weights": head.output_weights,
+                          "cls/squad/output_bias": head.output_bias}
   if "classifier" in present:
     head = present["classifier"]
     heads["classifier"] = {"output_weights": head.output_weights,
