@@ -1,13 +1,18 @@
 """`BertConfig`: the 11 hyper-parameters of Google's `bert_config.json`, validated.
 
-Reading follows Google's `BertConfig.from_json_file`: keys other than the 11
-are ignored (some published configs carry extra ones) and missing keys take
-Google's defaults, except `vocab_size`, which has no default.
+Reading a file is stricter than Google's `BertConfig.from_json_file`, which
+takes a misspelt key's default silently: an unknown key is an error (naming
+the closest known one), and so is a missing key that fixes a weight's shape.
+The keys some published Google configs carry for nothing this model has
+(`IGNORED_KEYS`) are ignored with a warning; a missing `hidden_act`, dropout
+or `initializer_range` takes Google's default with a warning.
 """
 
 import dataclasses
+import difflib
 import json
 
+from absl import logging
 import tensorflow as tf
 
 from cli import UserError
@@ -28,6 +33,14 @@ PRESETS = {
     "base": (12, 768),
     "large": (24, 1024),
 }
+
+
+# In the multilingual and Chinese models' configs; they describe no weight.
+IGNORED_KEYS = ("directionality", "pooler_fc_size", "pooler_num_attention_heads",
+                "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type")
+# The keys that fix the shapes of the weights: a config file must give them.
+SHAPE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+              "intermediate_size", "max_position_embeddings", "type_vocab_size")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,12 +114,28 @@ class BertConfig:
 
   @classmethod
   def from_dict(cls, values, source="config"):
-    """Builds a config from a dict with Google's keys; unknown keys are ignored."""
+    """Builds a config from a dict with Google's keys (see the module doc for the rules)."""
     if not isinstance(values, dict):
       raise ConfigError(f"{source}: expected a JSON object, got {type(values).__name__}")
-    if "vocab_size" not in values:
-      raise ConfigError(f"{source}: missing required key 'vocab_size'")
-    fields = {f.name for f in dataclasses.fields(cls)}
+    fields = [f.name for f in dataclasses.fields(cls)]
+    problems = []
+    for key in values:
+      if key not in fields and key not in IGNORED_KEYS:
+        close = difflib.get_close_matches(key, fields, n=1)
+        problems.append(f"unknown key {key!r}" +
+                        (f" (did you mean {close[0]!r}?)" if close else ""))
+    missing = [key for key in SHAPE_KEYS if key not in values]
+    if missing:
+      problems.append("missing required key" + ("s " if len(missing) > 1 else " ") +
+                      ", ".join(repr(key) for key in missing))
+    if problems:
+      raise ConfigError(f"{source}: " + "; ".join(problems))
+    ignored = [key for key in values if key in IGNORED_KEYS]
+    defaulted = [key for key in fields if key not in values]
+    if ignored or defaulted:
+      logging.warning("%s: %s", source, "; ".join(
+          ([f"ignored {', '.join(ignored)} (no such weights here)"] if ignored else []) +
+          ([f"Google's defaults for {', '.join(defaulted)}"] if defaulted else [])))
     kwargs = {k: v for k, v in values.items() if k in fields}
     config = object.__new__(cls)  # Skips __post_init__: the error below names `source`.
     for f in dataclasses.fields(cls):

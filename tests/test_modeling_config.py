@@ -27,18 +27,38 @@ def test_config_reads_googles_fixture(shared_dir):
   assert config.hidden_act == "gelu" and config.type_vocab_size == 2
 
 
-def test_config_defaults_and_extra_keys_as_google():
-  config = modeling.BertConfig.from_dict({"vocab_size": 10, "directionality": "bidi"})
-  assert config.hidden_size == 768 and config.type_vocab_size == 16
+SHAPES = dict(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+              intermediate_size=16, max_position_embeddings=32, type_vocab_size=2)
+
+
+def test_googles_extra_keys_are_ignored_and_other_keys_take_googles_defaults(caplog):
+  config = modeling.BertConfig.from_dict(dict(SHAPES, directionality="bidi", pooler_type="first"),
+                                         source="multi/bert_config.json")
+  assert config.hidden_act == "gelu" and config.initializer_range == 0.02
+  assert ("multi/bert_config.json: ignored directionality, pooler_type (no such weights here); "
+          "Google's defaults for hidden_act, hidden_dropout_prob, attention_probs_dropout_prob, "
+          "initializer_range") in caplog.text
+
+
+def test_a_typo_or_a_missing_shape_key_is_an_error_naming_the_file(tmp_path):
+  path = tmp_path / "bert_config.json"
+  values = dict(SHAPES, num_hiden_layers=2)
+  del values["num_hidden_layers"], values["type_vocab_size"]
+  path.write_text(json.dumps(values))
+  with pytest.raises(modeling.ConfigError) as error:
+    modeling.BertConfig.from_json_file(path)
+  assert str(error.value) == (
+      f"{path}: unknown key 'num_hiden_layers' (did you mean 'num_hidden_layers'?); missing "
+      "required keys 'num_hidden_layers', 'type_vocab_size'")
 
 
 @pytest.mark.parametrize("values, message", [
-    ({"vocab_size": 10, "hidden_size": 100, "num_attention_heads": 12},
+    (dict(SHAPES, hidden_size=100, num_attention_heads=12),
      r"hidden_size \(100\) is not a multiple of num_attention_heads \(12\)"),
-    ({"vocab_size": 0}, "vocab_size must be a positive integer, got 0"),
-    ({"vocab_size": 10, "hidden_act": "gleu"}, "hidden_act must be one of .* got 'gleu'"),
-    ({"vocab_size": 10, "hidden_dropout_prob": 1.5}, r"hidden_dropout_prob must be a number in"),
-    ({"hidden_size": 10}, "missing required key 'vocab_size'"),
+    (dict(SHAPES, vocab_size=0), "vocab_size must be a positive integer, got 0"),
+    (dict(SHAPES, hidden_act="gleu"), "hidden_act must be one of .* got 'gleu'"),
+    (dict(SHAPES, hidden_dropout_prob=1.5), r"hidden_dropout_prob must be a number in"),
+    ({k: v for k, v in SHAPES.items() if k != "vocab_size"}, "missing required key 'vocab_size'"),
     ([1, 2], "expected a JSON object"),
 ])
 def test_config_validation_errors(values, message):

@@ -23,9 +23,12 @@ WEIGHTS_NAME = "model.safetensors"
 INDEX_NAME = "model.safetensors.index.json"
 CONFIG_NAME = "config.json"
 
-_GOOGLE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
-                "max_position_embeddings", "type_vocab_size", "initializer_range")
+# The keys HF shares with Google's config, and HF's defaults for a config.json that omits one
+# (type_vocab_size differs from Google's 16).
+_HF_DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12,
+                "num_attention_heads": 12, "intermediate_size": 3072, "hidden_dropout_prob": 0.1,
+                "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 512,
+                "type_vocab_size": 2, "initializer_range": 0.02}
 _LINEAR_SCOPES = ("query", "key", "value", "dense")
 _TABLES = ("word_embeddings", "position_embeddings", "token_type_embeddings")
 
@@ -45,7 +48,7 @@ def config_from_dict(values, source="config.json"):
   eps = values.get("layer_norm_eps", 1e-12)
   if eps != 1e-12:
     raise ConfigError(f"{source}: layer_norm_eps {eps} is not supported (BERT uses 1e-12)")
-  converted = {k: values[k] for k in _GOOGLE_KEYS if k in values}
+  converted = {k: values.get(k, default) for k, default in _HF_DEFAULTS.items()}
   try:
     converted["hidden_act"] = activations.from_huggingface_name(values.get("hidden_act", "gelu"))
   except ValueError as e:
