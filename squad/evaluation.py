@@ -1,17 +1,18 @@
 """The official SQuAD metrics, v1.1 and v2.0, reimplemented from their documented behaviour.
 
 The numbers and key order equal those of the official `evaluate-v1.1.py` and
-`evaluate-v2.0.py` to the last printed digit. Where those scripts crash or
-misread input, this module raises `EvaluationError` (a `cli.UserError`) naming
-the file instead:
+`evaluate-v2.0.py` to the last printed digit. Input they would die on with a
+traceback (a missing file, bad JSON, not SQuAD's layout, predictions that are
+not {id: text}) raises `EvaluationError`, a `cli.UserError` naming the file.
+Missing predictions:
 
-- v1.1 scores a question without a prediction as 0 (it stays in the
-  denominator) and ignores predictions for ids not in the dataset, as the
-  official script does; it logs one warning with the count.
+- v1.1, as the official script: a question without a prediction scores 0 and
+  stays in the denominator (logged once, with the count); predictions for ids
+  not in the dataset are ignored.
 - v2.0 needs a prediction for every question ("" predicts "no answer"). The
-  official script prints each missing id and then dies with a KeyError; here
-  that is an error naming the predictions and the missing ids, because scoring
-  them silently, as "" or as 0, would give a number no official run can give.
+  official script prints each missing id and dies with a KeyError; here it is
+  an `EvaluationError` naming the predictions and the ids. Scoring them as ""
+  instead would silently credit every missing unanswerable question.
 """
 
 import collections
@@ -183,8 +184,12 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0,
                           f"{len(has_answer)} questions ({_first_ids(unknown)})")
   exact, f1 = question_scores(dataset, predictions, V2)
   null = {qid for qid in has_answer if probabilities[qid] > na_prob_thresh}
-  exact_thresh, f1_thresh = ({qid: float(not has_answer[qid]) if qid in null else score
-                              for qid, score in scores.items()} for scores in (exact, f1))
+
+  def thresholded(scores):
+    """A question counted as "no answer" scores 1 if it is unanswerable, else 0."""
+    return {qid: float(not has_answer[qid]) if qid in null else score
+            for qid, score in scores.items()}
+  exact_thresh, f1_thresh = thresholded(exact), thresholded(f1)
   metrics = _percentages(exact_thresh, f1_thresh, list(has_answer))
   for prefix, answerable in (("HasAns", True), ("NoAns", False)):
     ids = [qid for qid, value in has_answer.items() if value == answerable]
