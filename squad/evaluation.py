@@ -80,7 +80,7 @@ def detect_version(dataset):
 
 
 def _gold_answers(qa, version):
-  """The texts to score against: v2.0 drops those that normalise to nothing, leaving [""] if none."""
+  """The texts to score against; v2.0 drops those that normalise to nothing ([""] if none is left)."""
   texts = [answer["text"] for answer in qa["answers"]]
   if version == V2:
     return [text for text in texts if normalize_answer(text)] or [""]
@@ -91,7 +91,7 @@ def _gold_answers(qa, version):
 
 
 def question_scores(dataset, predictions, version=None):
-  """The exact match (0/1) and F1 (0-1) of each predicted question, each the max over its gold answers.
+  """Exact match (0/1) and F1 (0-1) of each predicted question, each the max over its gold answers.
 
   Returns ({id: exact}, {id: f1}) in file order, for the questions that have a
   prediction: the official scripts' raw scores, before any null threshold.

@@ -22,7 +22,7 @@ V1_HARD = ("data/squad/dev-v1.1-a.json", "fixtures/squad/metrics/v1_hard.predict
 V2_HARD = ("data/squad/dev-v2.0-a.json", "fixtures/squad/metrics/v2_hard.predictions.json",
            "fixtures/squad/metrics/v2_hard.na_prob.json")
 
-# The README's metrics/ pairs: (dataset, predictions, na-prob file, na_prob_thresh, official output).
+# The README's metrics/ pairs: (dataset, predictions, na-prob file, na_prob_thresh, official).
 OFFICIAL = [
     (*PREDICT200, None, 1.0, "v1_predict200.eval.json"),
     (PREDICT150[0], PREDICT150[1].format("0.0"), PREDICT150[2], 1.0,
