@@ -80,7 +80,7 @@ def detect_version(dataset):
 
 
 def _gold_answers(qa, version):
-  """The texts to score against; v2.0 drops those that normalise to nothing ([""] if none is left)."""
+  """The texts to score against; v2.0 drops those that normalise to nothing ([""] if none left)."""
   texts = [answer["text"] for answer in qa["answers"]]
   if version == V2:
     return [text for text in texts if normalize_answer(text)] or [""]
