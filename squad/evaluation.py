@@ -79,6 +79,11 @@ def detect_version(dataset):
   return V2 if any("is_impossible" in qa for qa in _qas(dataset)) else V1
 
 
+def has_gold_answers(dataset):
+  """Whether the dataset can be scored: a question has an answer or says it has none (v2.0)."""
+  return any(qa["answers"] or "is_impossible" in qa for qa in _qas(dataset))
+
+
 def _gold_answers(qa, version):
   """The texts to score against; v2.0 drops those that normalise to nothing ([""] if none left)."""
   texts = [answer["text"] for answer in qa["answers"]]

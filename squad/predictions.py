@@ -35,7 +35,7 @@ _Entry = collections.namedtuple("_Entry", ["text", "start_logit", "end_logit"])
 _EMPTY = _Entry("empty", 0.0, 0.0)
 
 
-def get_final_text(pred_text, orig_text, do_lower_case):
+def get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=False):
   """The part of `orig_text` that the normalized `pred_text` covers, or `orig_text` when unsure.
 
   `pred_text` comes from WordPiece tokens, so it is lower-cased, accent
@@ -45,20 +45,26 @@ def get_final_text(pred_text, orig_text, do_lower_case):
   character, ignoring spaces. Like Google, this returns `orig_text` whole when
   the prediction is not found, when the two texts differ in length once spaces
   are dropped (normalization changed a character count), or when the match
-  starts or ends on a space (an empty `pred_text` included).
+  starts or ends on a space (an empty `pred_text` included); with
+  `verbose_logging` it logs which (Google's --verbose_logging).
   """
+  def unsure(why):
+    if verbose_logging:
+      logging.info("get_final_text: %s; keeping %r for %r", why, orig_text, pred_text)
+    return orig_text
+
   tok_text = " ".join(BasicTokenizer(do_lower_case=do_lower_case).tokenize(orig_text))
   start = tok_text.find(pred_text)
   if start == -1:
-    return orig_text
+    return unsure(f"unable to find the text in {tok_text!r}")
   end = start + len(pred_text) - 1
   orig_positions = _non_space_positions(orig_text)
   tok_positions = _non_space_positions(tok_text)
   if len(orig_positions) != len(tok_positions):
-    return orig_text
+    return unsure("lengths differ after stripping spaces")
   tok_rank = {position: rank for rank, position in enumerate(tok_positions)}
   if start not in tok_rank or end not in tok_rank:
-    return orig_text
+    return unsure("could not map the start or end position")
   return orig_text[orig_positions[tok_rank[start]]:orig_positions[tok_rank[end]] + 1]
 
 
@@ -69,7 +75,7 @@ def _non_space_positions(text):
 
 def compute_predictions(all_examples, all_features, all_results, n_best_size, max_answer_length,
                         do_lower_case, version_2_with_negative=False,
-                        null_score_diff_threshold=0.0):
+                        null_score_diff_threshold=0.0, verbose_logging=False):
   """Google's n-best search over every window of every example; returns SquadPredictions.
 
   `all_features` carry Google's InputFeatures fields (example_index,
@@ -100,7 +106,7 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size, ma
                        "null score")
     candidates, null_entry = _candidates(
         features, logits_by_id, n_best_size, max_answer_length, version_2_with_negative)
-    nbest = _nbest(example, candidates, n_best_size, do_lower_case)
+    nbest = _nbest(example, candidates, n_best_size, do_lower_case, verbose_logging)
     if version_2_with_negative:
       if "" not in (entry.text for entry in nbest):
         nbest.append(null_entry)
@@ -165,7 +171,7 @@ def _best_indexes(logits, n):
   return heapq.nlargest(n, range(len(logits)), key=logits.__getitem__)
 
 
-def _nbest(example, candidates, n_best_size, do_lower_case):
+def _nbest(example, candidates, n_best_size, do_lower_case, verbose_logging):
   """Up to n_best_size entries from the sorted candidates, skipping texts already taken.
 
   A span's text is its wordpieces joined and de-tokenized ("##" removed,
@@ -182,7 +188,7 @@ def _nbest(example, candidates, n_best_size, do_lower_case):
       tok_text = " ".join(tok_text.replace(" ##", "").replace("##", "").split())
       orig_words = example.doc_tokens[feature.token_to_orig_map[candidate.start]:
                                       feature.token_to_orig_map[candidate.end] + 1]
-      text = get_final_text(tok_text, " ".join(orig_words), do_lower_case)
+      text = get_final_text(tok_text, " ".join(orig_words), do_lower_case, verbose_logging)
       if text in seen:
         continue
     else:

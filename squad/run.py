@@ -1,0 +1,228 @@
+"""The library behind `run_squad.py`: fine-tune on SQuAD, predict, evaluate.
+
+Mirrors Google's `run_squad.py`: training examples shuffled with
+`random.Random(12345)` and converted to `train.tf_record`, num_train_steps =
+int(len(train_examples) / train_batch_size * num_train_epochs), the predict
+file converted to `eval.tf_record`, and `predictions.json`,
+`nbest_predictions.json` (and `null_odds.json` for v2) in output_dir. Beyond
+Google: when the predict file has answers, the official metrics go to
+`eval_results.txt`, and `tune_null_threshold` does Google's README recipe for
+v2.0 in one run (predict, find the official best_f1_thresh over null_odds,
+write the predictions with it: no second pass of the model). The task
+(`squad.task`) runs on `training.runner.Runner`.
+"""
+
+import dataclasses
+import math
+import os
+import random
+from typing import Optional
+
+from absl import logging
+
+from cli import FlagError
+import modeling
+from squad import evaluation
+from squad import predictions as predictions_lib
+from squad import records
+from squad.examples import read_squad_examples
+from squad.features import convert_examples_to_features
+from squad.task import SquadTask
+import tokenization
+from training import runner as runner_lib
+from training import runtime
+from training import task as task_lib
+
+RECORD_FILES = {task_lib.TRAIN: "train.tf_record", task_lib.PREDICT: "eval.tf_record"}
+PREDICTIONS, NBEST, NULL_ODDS = "predictions.json", "nbest_predictions.json", "null_odds.json"
+TRAIN_SHUFFLE_SEED = 12345  # Google's random.Random(12345) over the training examples
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadOptions(runtime.RuntimeOptions):
+  """run_squad's own flags (Google's names and defaults) on top of the runtime's."""
+  vocab_file: str
+  output_dir: str
+  bert_config_file: Optional[str] = None
+  train_file: Optional[str] = None
+  predict_file: Optional[str] = None
+  init_checkpoint: Optional[str] = None
+  do_lower_case: bool = True
+  max_seq_length: int = 384
+  doc_stride: int = 128
+  max_query_length: int = 64
+  do_train: bool = False
+  do_predict: bool = False
+  train_batch_size: int = 32
+  predict_batch_size: int = 8
+  learning_rate: float = 5e-5
+  num_train_epochs: float = 3.0
+  warmup_proportion: float = 0.1
+  n_best_size: int = 20
+  max_answer_length: int = 30
+  verbose_logging: bool = False
+  version_2_with_negative: bool = False
+  null_score_diff_threshold: float = 0.0
+  tune_null_threshold: bool = False
+
+  def __post_init__(self):
+    super().__post_init__()
+    if not (self.do_train or self.do_predict):
+      raise FlagError("At least one of `do_train` or `do_predict` must be True.")
+    if self.do_train and not self.train_file:
+      raise FlagError("If `do_train` is True, then `train_file` must be specified.")
+    if self.do_predict and not self.predict_file:
+      raise FlagError("If `do_predict` is True, then `predict_file` must be specified.")
+    for name in ("max_seq_length", "doc_stride", "max_query_length", "train_batch_size",
+                 "predict_batch_size", "num_train_epochs", "n_best_size", "max_answer_length"):
+      runtime.check_positive(name, getattr(self, name))
+    if self.do_train:
+      runtime.check_positive("learning_rate", self.learning_rate)
+    if not 0.0 <= self.warmup_proportion <= 1.0:
+      raise FlagError(f"--warmup_proportion must be in [0, 1], got {self.warmup_proportion}")
+    if self.tune_null_threshold and not self.version_2_with_negative:
+      raise FlagError("--tune_null_threshold is for --version_2_with_negative")
+    if self.max_seq_length <= self.max_query_length + 3:
+      raise FlagError(f"The max_seq_length ({self.max_seq_length}) must be greater than "
+                      f"max_query_length ({self.max_query_length}) + 3")
+
+
+class SquadRun:
+  """One run_squad invocation: train and/or predict (and evaluate when answers are known)."""
+
+  def __init__(self, options):
+    self.options = o = options
+    tokenization.validate_case_matches_checkpoint(o.do_lower_case, o.init_checkpoint)
+    self.config = modeling.resolve_config(o.bert_config_file, o.init_checkpoint)
+    self.config.check_seq_length(o.max_seq_length)
+    self.tokenizer = tokenization.FullTokenizer(o.vocab_file, do_lower_case=o.do_lower_case)
+    self.tokenizer.check_vocab_size(self.config.vocab_size,
+                                    o.bert_config_file or o.init_checkpoint)
+    self.runner = runner_lib.Runner(o, o.output_dir, o.init_checkpoint)
+    self.task = SquadTask(self.config, o.max_seq_length, {}, kernels=o.kernels, seed=o.seed)
+
+  def _features(self, mode, examples):
+    """Converts `examples` and writes the mode's TFRecord file; returns the features."""
+    o = self.options
+    is_training = mode == task_lib.TRAIN
+    features = convert_examples_to_features(examples, self.tokenizer, o.max_seq_length,
+                                            o.doc_stride, o.max_query_length, is_training)
+    path = os.path.join(o.output_dir, RECORD_FILES[mode])
+    records.write_features(features, path, is_training)
+    self.task.record_files[mode] = path
+    return features
+
+  def train(self):
+    o = self.options
+    examples, skipped = read_squad_examples(o.train_file, True, o.version_2_with_negative)
+    if skipped:
+      logging.warning("Skipped %d of %d training questions whose answer was not found in the "
+                      "context", len(skipped), len(examples) + len(skipped))
+    if not examples:
+      raise FlagError(f"no training examples in {o.train_file}")
+    random.Random(TRAIN_SHUFFLE_SEED).shuffle(examples)
+    num_train_steps = int(len(examples) / o.train_batch_size * o.num_train_epochs)
+    if num_train_steps < 1:
+      raise FlagError(f"{len(examples)} examples, train_batch_size {o.train_batch_size} and "
+                      f"num_train_epochs {o.num_train_epochs} give no training step")
+    features = self._features(task_lib.TRAIN, examples)
+    logging.info("***** Running training *****\n  Num orig examples = %d\n"
+                 "  Num split examples = %d\n  Batch size = %d\n  Num steps = %d",
+                 len(examples), len(features), o.train_batch_size, num_train_steps)
+    return self.runner.train(self.task, o.train_batch_size, num_train_steps, o.learning_rate,
+                             int(num_train_steps * o.warmup_proportion))
+
+  def predict(self):
+    """Writes Google's prediction files; returns ({id: answer}, evaluation results or None).
+
+    When predict_file has answers, the official metrics go to eval_results.txt.
+    """
+    o = self.options
+    examples, _ = read_squad_examples(o.predict_file, False, o.version_2_with_negative)
+    features = self._features(task_lib.PREDICT, examples)
+    logging.info("***** Running predictions *****\n  Num orig examples = %d\n"
+                 "  Num split examples = %d\n  Batch size = %d",
+                 len(examples), len(features), o.predict_batch_size)
+    results = []
+    for batch in self.runner.predict(self.task, task_lib.PREDICT, o.predict_batch_size):
+      for start, end in zip(batch["start_logits"], batch["end_logits"]):
+        feature = features[len(results)]
+        results.append(predictions_lib.RawResult(feature.unique_id, start.tolist(),
+                                                 end.tolist()))
+        if len(results) % 1000 == 0:
+          logging.info("Processing example: %d", len(results))
+    if len(results) != len(features):
+      raise RuntimeError(f"{len(results)} predictions for {len(features)} features")
+    outputs = self._answers(examples, features, results)
+    evaluation_results = None
+    dataset = evaluation.read_dataset(o.predict_file)
+    if evaluation.has_gold_answers(dataset):
+      extra = {}
+      if o.tune_null_threshold:
+        extra["null_score_diff_threshold"] = self._tuned_threshold(dataset, examples, features,
+                                                                   results)
+        outputs = self._answers(examples, features, results, **extra)
+      evaluation_results = self._evaluate(dataset, outputs, **extra)
+    elif o.tune_null_threshold:
+      raise FlagError(f"--tune_null_threshold needs answers in --predict_file; "
+                      f"{o.predict_file} has none")
+    predictions_lib.write_predictions(
+        outputs, os.path.join(o.output_dir, PREDICTIONS), os.path.join(o.output_dir, NBEST),
+        os.path.join(o.output_dir, NULL_ODDS) if o.version_2_with_negative else None)
+    if evaluation_results is not None:
+      evaluation_results = self.runner.write_eval_results(evaluation_results)
+    return outputs.predictions, evaluation_results
+
+  def _answers(self, examples, features, results, null_score_diff_threshold=None):
+    o = self.options
+    if null_score_diff_threshold is None:
+      null_score_diff_threshold = o.null_score_diff_threshold
+    return predictions_lib.compute_predictions(
+        examples, features, results, o.n_best_size, o.max_answer_length, o.do_lower_case,
+        o.version_2_with_negative, null_score_diff_threshold, o.verbose_logging)
+
+  def _tuned_threshold(self, dataset, examples, features, results):
+    """The null_score_diff_threshold whose predictions get the best official F1 on `dataset`.
+
+    The official search runs over the best non-null answers (threshold +inf)
+    and their null odds, so that the predictions made with the threshold it
+    finds score the F1 it reports. (Over thresholded predictions, as in
+    Google's README recipe, a question already predicted "" cannot gain.)
+    Where answering no question is best, the search reports 0.0; that is
+    -inf here.
+    """
+    answered = self._answers(examples, features, results, math.inf)
+    metrics = evaluation.evaluate(dataset, answered.predictions, answered.null_odds,
+                                  na_prob_thresh=math.inf, version=evaluation.V2)
+    threshold = metrics["best_f1_thresh"]
+    if metrics["best_f1"] == 100.0 * metrics.get("NoAns_total", 0) / metrics["total"]:
+      threshold = -math.inf
+    logging.info("null_score_diff_threshold %s gives the best F1 on %s (%s)", threshold,
+                 self.options.predict_file, metrics["best_f1"])
+    return threshold
+
+  def _evaluate(self, dataset, outputs, **extra):
+    """The official metrics of the predictions as written (v2: plus best_* over null odds)."""
+    version = evaluation.V2 if self.options.version_2_with_negative else evaluation.V1
+    # The official script's default threshold (1.0) would also count every question whose
+    # null odds exceed 1 as "no answer"; the predictions already applied the flag's threshold.
+    results = evaluation.evaluate(dataset, outputs.predictions, outputs.null_odds,
+                                  na_prob_thresh=math.inf if outputs.null_odds else 1.0,
+                                  version=version)
+    results.update(extra)
+    logging.info("Evaluation of %s: %s", self.options.predict_file, results)
+    return results
+
+  def run(self):
+    """Runs the requested steps; returns their results keyed train/predict."""
+    done = {}
+    if self.options.do_train:
+      done["train"] = self.train()
+    if self.options.do_predict:
+      done["predict"] = self.predict()
+    return done
+
+
+def run_squad(options):
+  """Runs `options` (a SquadOptions); returns the steps' results."""
+  return SquadRun(options).run()
