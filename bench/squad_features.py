@@ -30,6 +30,8 @@ sys.path.insert(0, REPO)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import squad  # pylint: disable=wrong-import-position
+from tests.test_squad_examples import (  # pylint: disable=wrong-import-position
+    first_answers_only, write_json)
 from tokenization import FullTokenizer  # pylint: disable=wrong-import-position
 
 SHARED = os.path.join(REPO, "..", "shared")
@@ -57,15 +59,8 @@ def google_run_squad():
 def first_answers_file(path, directory):
   """A copy of a SQuAD file with every question's answers cut to the first (training input)."""
   with open(path, encoding="utf-8") as f:
-    data = json.load(f)
-  for article in data["data"]:
-    for paragraph in article["paragraphs"]:
-      for qa in paragraph["qas"]:
-        qa["answers"] = qa["answers"][:1]
-  out = os.path.join(directory, "first_answers.json")
-  with open(out, "w", encoding="utf-8") as f:
-    json.dump(data, f)
-  return out
+    data = first_answers_only(json.load(f))
+  return write_json(os.path.join(directory, "first_answers.json"), data)
 
 
 def best_time(convert, make_tokenizer, repeats):
