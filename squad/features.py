@@ -158,7 +158,7 @@ def _answer_span(example, doc, tokenizer):
 def _improve_answer_span(doc_pieces, start, end, tokenizer, orig_answer_text):
   """Narrows [start, end] to the first sub-span whose pieces are the answer's own pieces.
 
-  Word-level spans can hold more than the answer ("(1895-1943)." for "1895");
+  Word-level spans can hold more than the answer ("$5.2bn," for "5.2"), so
   Google searches sub-spans by start, then by end from the longest, for one
   whose space-joined pieces equal the tokenized answer. Pieces hold no spaces,
   so that is list equality, and only sub-spans of the answer's length can match.
@@ -172,7 +172,7 @@ def _improve_answer_span(doc_pieces, start, end, tokenizer, orig_answer_text):
 
 
 def _windows(num_pieces, max_tokens_for_doc, doc_stride):
-  """Google's doc spans and their max-context flags: ((start, length, flags), ...).
+  """Google's doc spans and their max-context flags: [(start, length, [bool] * length)].
 
   Windows of up to max_tokens_for_doc pieces start min(length, doc_stride)
   apart until one reaches the end. A piece's max-context window is the one
