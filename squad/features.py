@@ -2,22 +2,23 @@
 
 Each example becomes one feature per document window: `[CLS] query [SEP]
 window [SEP]`, zero-padded to max_seq_length. The output equals Google's field
-for field; the work is organised differently for speed (Google spends ~78 s on
-the 10,570 SQuAD v1.1 dev questions at 384/128/64):
+for field (also checked on whole dev files by bench/squad_features.py); the
+work is organised differently, ~15x faster than Google's code as released:
 - a paragraph's context is tokenized once and shared by its questions (they
   are consecutive in the reader's output and share one `doc_tokens` list),
   and each distinct word is tokenized once per call;
 - the window layout and max-context flags depend only on (document length,
-  window length, stride), so they are computed once per such triple, in one
-  pass over the windows, instead of scanning every window for every token;
+  window length, stride), so they are computed once per layout, in one pass
+  that keeps each piece's best window so far, where Google scores every window
+  for every piece of every window;
 - `_improve_answer_span` compares token lists of the answer's length instead
   of joining every candidate sub-span into a string.
 """
 
 import dataclasses
-import functools
 
 from absl import logging
+import numpy as np
 
 _FIRST_UNIQUE_ID = 1000000000
 
@@ -76,6 +77,7 @@ def generate_features(examples, tokenizer, max_seq_length, doc_stride, max_query
   if doc_stride < 1:
     raise ValueError(f"doc_stride must be positive, got {doc_stride}")
   word_pieces = _WordPieceCache(tokenizer)
+  layouts = {}  # (document length, window length) -> _windows(...)
   cls_id, sep_id = tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"])
   unique_id = _FIRST_UNIQUE_ID
   doc_tokens, doc = None, None
@@ -90,7 +92,10 @@ def generate_features(examples, tokenizer, max_seq_length, doc_stride, max_query
     labelled = is_training and not example.is_impossible
     if labelled:
       answer_start, answer_end = _answer_span(example, doc, tokenizer)
-    windows = _windows(len(doc.pieces), max_seq_length - offset - 1, doc_stride)
+    layout = (len(doc.pieces), max_seq_length - offset - 1)
+    windows = layouts.get(layout)
+    if windows is None:
+      windows = layouts[layout] = _windows(*layout, doc_stride)
     for doc_span_index, (start, length, is_max_context) in enumerate(windows):
       end = start + length
       padding = [0] * (max_seq_length - offset - length - 1)
@@ -113,8 +118,8 @@ def generate_features(examples, tokenizer, max_seq_length, doc_stride, max_query
           feature.end_position = answer_end - start + offset
       yield feature
       unique_id += 1
-    if example_index % 10000 == 0:
-      logging.info("Converted example %d (%d features so far)", example_index,
+    if (example_index + 1) % 10000 == 0:
+      logging.info("Converted %d examples into %d features", example_index + 1,
                    unique_id - _FIRST_UNIQUE_ID)
 
 
@@ -153,7 +158,7 @@ def _answer_span(example, doc, tokenizer):
 def _improve_answer_span(doc_pieces, start, end, tokenizer, orig_answer_text):
   """Narrows [start, end] to the first sub-span whose pieces are the answer's own pieces.
 
-  Word-level spans can hold more than the answer ("(1895-1943)." for "1895");
+  Word-level spans can hold more than the answer ("$5.2bn," for "5.2"), so
   Google searches sub-spans by start, then by end from the longest, for one
   whose space-joined pieces equal the tokenized answer. Pieces hold no spaces,
   so that is list equality, and only sub-spans of the answer's length can match.
@@ -166,9 +171,8 @@ def _improve_answer_span(doc_pieces, start, end, tokenizer, orig_answer_text):
   return start, end
 
 
-@functools.lru_cache(maxsize=4096)
 def _windows(num_pieces, max_tokens_for_doc, doc_stride):
-  """Google's doc spans and their max-context flags: ((start, length, flags), ...).
+  """Google's doc spans and their max-context flags: [(start, length, [bool] * length)].
 
   Windows of up to max_tokens_for_doc pieces start min(length, doc_stride)
   apart until one reaches the end. A piece's max-context window is the one
@@ -183,14 +187,14 @@ def _windows(num_pieces, max_tokens_for_doc, doc_stride):
     if start + length == num_pieces:
       break
     start += min(length, doc_stride)
-  best_score = [-1.0] * num_pieces
-  best_span = [0] * num_pieces
+  best_score = np.full(num_pieces, -1.0)
+  best_span = np.zeros(num_pieces, np.int64)
   for index, (start, length) in enumerate(spans):
-    end = start + length - 1
-    for position in range(start, end + 1):
-      score = min(position - start, end - position) + 0.01 * length  # Google's float formula
-      if score > best_score[position]:
-        best_score[position] = score
-        best_span[position] = index
-  return tuple((start, length, tuple(best_span[p] == index for p in range(start, start + length)))
-               for index, (start, length) in enumerate(spans))
+    left = np.arange(length)
+    score = np.minimum(left, length - 1 - left) + 0.01 * length  # Google's float64 formula
+    window = slice(start, start + length)
+    better = score > best_score[window]
+    best_score[window] = np.where(better, score, best_score[window])
+    best_span[window] = np.where(better, index, best_span[window])
+  return [(start, length, (best_span[start:start + length] == index).tolist())
+          for index, (start, length) in enumerate(spans)]

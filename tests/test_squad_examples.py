@@ -1,4 +1,4 @@
-"""squad.examples: exact parity with Google's read_squad_examples (shared/fixtures/squad), errors."""
+"""squad.examples: parity with Google's read_squad_examples (shared/fixtures/squad), errors."""
 
 import dataclasses
 import json

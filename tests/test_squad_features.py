@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from squad import features as features_lib
 from squad import (convert_examples_to_features, feature_spec, generate_features,
                    write_features)
 from tests.test_squad_examples import CASES, fixture_dir, read_fixture_set, read_jsonl
@@ -62,6 +63,37 @@ def test_generate_features_streams(shared_dir, tmp_path, tokenizer):
   stream = generate_features(examples, tokenizer, 128, 64, 32, False)
   assert next(stream) == features[0]
   assert [features[0]] + list(stream) == features
+
+
+def windows_by_the_rule(num_pieces, max_tokens, stride):
+  """The README's rule, position by position: [(start, length, flags)]."""
+  spans, start = [], 0
+  while start < num_pieces:
+    length = min(num_pieces - start, max_tokens)
+    spans.append((start, length))
+    if start + length == num_pieces:
+      break
+    start += min(length, stride)
+
+  def score(span, p):
+    return min(p - span[0], span[0] + span[1] - 1 - p) + 0.01 * span[1]
+  result = []
+  for index, (start, length) in enumerate(spans):
+    flags = []
+    for p in range(start, start + length):
+      holding = [(score(s, p), i) for i, s in enumerate(spans) if s[0] <= p < s[0] + s[1]]
+      best = max(value for value, _ in holding)
+      flags.append(min(i for value, i in holding if value == best) == index)
+    result.append((start, length, flags))
+  return result
+
+
+def test_windows_and_max_context_follow_the_rule():
+  for num_pieces in range(1, 60):
+    for max_tokens in (1, 2, 3, 5, 8, 21, 40):
+      for stride in (1, 2, 3, 7, 50):
+        assert features_lib._windows(num_pieces, max_tokens, stride) == windows_by_the_rule(
+            num_pieces, max_tokens, stride), (num_pieces, max_tokens, stride)
 
 
 @pytest.mark.parametrize("seq,stride,query", [(35, 8, 32), (128, 0, 32)])
