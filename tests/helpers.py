@@ -19,6 +19,7 @@ from classification import run as classification_run
 import modeling
 import pretraining
 from pretraining_data import pipeline
+from squad import read_squad_examples
 from training import loop
 from training import optimizer as optimizer_lib
 
@@ -283,3 +284,43 @@ def wait_for_success(processes, timeout):
   for p, log in zip(processes, logs):
     assert p.returncode == 0, log[-5000:]
   return logs
+
+
+# --- SQuAD ------------------------------------------------------------------------------------
+
+def first_answers_only(data):
+  """The training-mode input of the fixtures: every question's answers cut to the first."""
+  for article in data["data"]:
+    for paragraph in article["paragraphs"]:
+      for qa in paragraph["qas"]:
+        qa["answers"] = qa["answers"][:1]
+  return data
+
+
+def write_json(path, data):
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(data, f)
+  return str(path)
+
+
+# The fixture sets, with the flag Google's reader ran under (see fixtures/squad/README.md).
+SQUAD_SETS = {"v1_sel128": False, "v1_first20_384": False, "v2_sel128": True, "reader_edge": False}
+SQUAD_CASES = [(name, mode) for name in SQUAD_SETS for mode in ("train", "eval")]
+
+
+def squad_fixture_dir(shared_dir):
+  return shared_dir / "fixtures" / "squad"
+
+
+def read_jsonl(path):
+  with open(path, encoding="utf-8") as f:
+    return [json.loads(line) for line in f]
+
+
+def read_squad_fixture_set(shared_dir, tmp_path, name, mode):
+  """Our reader on inputs/<name>.json as the fixtures ran Google's -> (examples, skipped ids)."""
+  path = squad_fixture_dir(shared_dir) / "inputs" / f"{name}.json"
+  if mode == "train":
+    with open(path, encoding="utf-8") as f:
+      path = write_json(tmp_path / f"{name}.train.json", first_answers_only(json.load(f)))
+  return read_squad_examples(str(path), mode == "train", SQUAD_SETS[name])

@@ -297,8 +297,9 @@ def test_every_path_on_a_tensorflow_file_system(shared_dir, tmp_path, monkeypatc
       # the directory entry without its files (gs:// moves them); see fileio.atomic_directory.
       # Read locally: ram:// (unlike gs://) calls every prefix of a file name a directory, so
       # TensorFlow's own checkpoint lookup cannot find a prefix (bert_model.ckpt) there.
-      init_checkpoint=str(tiny / "bert_model.ckpt"), output_dir=f"{root}/out", do_train=True, do_eval=True, do_predict=True,
-      max_seq_length=32, train_batch_size=8, num_train_epochs=1, seed=1)
+      init_checkpoint=str(tiny / "bert_model.ckpt"), output_dir=f"{root}/out", do_train=True,
+      do_eval=True, do_predict=True, max_seq_length=32, train_batch_size=8, num_train_epochs=1,
+      seed=1)
   done = run.run_classifier(options)
 
   assert os.listdir(tmp_path) == []

@@ -1,7 +1,6 @@
 """build_squad_model: run_squad's span layer (`cls/squad`) on the sequence output."""
 
 import numpy as np
-import pytest
 import tensorflow as tf
 
 import modeling

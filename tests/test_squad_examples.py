@@ -8,74 +8,39 @@ import pytest
 
 from cli import UserError
 from squad import SquadFormatError, read_squad_examples
+from tests.helpers import (SQUAD_CASES, first_answers_only, read_jsonl, read_squad_fixture_set,
+                           squad_fixture_dir, write_json)
 
-# The fixture sets, with the flag Google's reader ran under (see fixtures/squad/README.md).
-SETS = {"v1_sel128": False, "v1_first20_384": False, "v2_sel128": True, "reader_edge": False}
-CASES = [(name, mode) for name in SETS for mode in ("train", "eval")]
-
-
-def fixture_dir(shared_dir):
-  return shared_dir / "fixtures" / "squad"
-
-
-def read_jsonl(path):
-  with open(path, encoding="utf-8") as f:
-    return [json.loads(line) for line in f]
-
-
-def first_answers_only(data):
-  """The training-mode input of the fixtures: every question's answers cut to the first."""
-  for article in data["data"]:
-    for paragraph in article["paragraphs"]:
-      for qa in paragraph["qas"]:
-        qa["answers"] = qa["answers"][:1]
-  return data
-
-
-def write_json(path, data):
-  with open(path, "w", encoding="utf-8") as f:
-    json.dump(data, f)
-  return str(path)
-
-
-def read_fixture_set(shared_dir, tmp_path, name, mode):
-  """Our reader on inputs/<name>.json as the fixtures ran Google's -> (examples, skipped ids)."""
-  path = fixture_dir(shared_dir) / "inputs" / f"{name}.json"
-  if mode == "train":
-    with open(path, encoding="utf-8") as f:
-      path = write_json(tmp_path / f"{name}.train.json", first_answers_only(json.load(f)))
-  return read_squad_examples(str(path), mode == "train", SETS[name])
-
-
-@pytest.mark.parametrize("name,mode", CASES)
+@pytest.mark.parametrize("name,mode", SQUAD_CASES)
 def test_examples_match_google(shared_dir, tmp_path, caplog, name, mode):
   with caplog.at_level(logging.WARNING):
-    examples, skipped = read_fixture_set(shared_dir, tmp_path, name, mode)
-  expected = read_jsonl(fixture_dir(shared_dir) / "features" / f"{name}.{mode}.examples.jsonl")
+    examples, skipped = read_squad_fixture_set(shared_dir, tmp_path, name, mode)
+  expected = read_jsonl(
+      squad_fixture_dir(shared_dir) / "features" / f"{name}.{mode}.examples.jsonl")
   assert len(examples) == len(expected)
   for index, (example, want) in enumerate(zip(examples, expected)):
     assert dict(example_index=index, **dataclasses.asdict(example)) == want, example.qas_id
-  summary = json.loads((fixture_dir(shared_dir) / "features" / "summary.json").read_text())
+  summary = json.loads((squad_fixture_dir(shared_dir) / "features" / "summary.json").read_text())
   assert skipped == summary[name][mode].get("skipped_by_reader", [])
   warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
   assert warnings == summary[name][mode]["reader_warnings"]
 
 
 def test_reader_edge_skips_only_in_training(shared_dir, tmp_path):
-  train, skipped = read_fixture_set(shared_dir, tmp_path, "reader_edge", "train")
-  evaluation, _ = read_fixture_set(shared_dir, tmp_path, "reader_edge", "eval")
+  train, skipped = read_squad_fixture_set(shared_dir, tmp_path, "reader_edge", "train")
+  evaluation, _ = read_squad_fixture_set(shared_dir, tmp_path, "reader_edge", "eval")
   assert skipped == ["56be4db0acb8001400a502ec_nbsp", "56be4eafacb8001400a50302_badoffset"]
   assert [e.qas_id for e in evaluation if e.qas_id not in skipped] == [e.qas_id for e in train]
 
 
 def test_questions_of_a_paragraph_share_doc_tokens(shared_dir, tmp_path):
-  examples, _ = read_fixture_set(shared_dir, tmp_path, "v1_first20_384", "eval")
+  examples, _ = read_squad_fixture_set(shared_dir, tmp_path, "v1_first20_384", "eval")
   assert examples[0].doc_tokens is examples[1].doc_tokens  # the converter relies on it
 
 
 def test_reads_tensorflow_file_systems(shared_dir):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel  (only this test needs it)
-  source = fixture_dir(shared_dir) / "inputs" / "v1_first20_384.json"
+  source = squad_fixture_dir(shared_dir) / "inputs" / "v1_first20_384.json"
   path = "ram://squad/v1_first20_384.json"
   tf.io.gfile.makedirs("ram://squad")
   with tf.io.gfile.GFile(path, "wb") as f:
@@ -120,7 +85,8 @@ def test_not_squad_layout(tmp_path, data, message):
 
 
 def test_training_needs_exactly_one_answer(shared_dir):
-  path = str(fixture_dir(shared_dir) / "inputs" / "v1_first20_384.json")  # dev: several answers
+  # A dev set: several answers per question.
+  path = str(squad_fixture_dir(shared_dir) / "inputs" / "v1_first20_384.json")
   with pytest.raises(SquadFormatError, match=r"question 56be4db0acb8001400a502ec: .*exactly 1 "
                                              r"answer, found 3"):
     read_squad_examples(path, True, False)
@@ -129,7 +95,7 @@ def test_training_needs_exactly_one_answer(shared_dir):
 
 @pytest.mark.parametrize("is_training", [True, False])
 def test_v2_data_needs_the_flag(shared_dir, tmp_path, is_training):
-  with open(fixture_dir(shared_dir) / "inputs" / "v2_sel128.json", encoding="utf-8") as f:
+  with open(squad_fixture_dir(shared_dir) / "inputs" / "v2_sel128.json", encoding="utf-8") as f:
     path = write_json(tmp_path / "v2.json", first_answers_only(json.load(f)))
   with pytest.raises(SquadFormatError, match=r"v2.json, question \w+: .*unanswerable.*pass "
                                              "--version_2_with_negative"):

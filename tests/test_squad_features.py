@@ -12,7 +12,7 @@ import tensorflow as tf
 from squad import features as features_lib
 from squad import (convert_examples_to_features, feature_spec, generate_features,
                    write_features)
-from tests.test_squad_examples import CASES, fixture_dir, read_fixture_set, read_jsonl
+from tests.helpers import SQUAD_CASES, read_jsonl, read_squad_fixture_set, squad_fixture_dir
 from tokenization import FullTokenizer
 
 
@@ -23,21 +23,22 @@ def tokenizer(google_vocab):
 
 def settings(shared_dir, name):
   """(max_seq_length, doc_stride, max_query_length) of a fixture set."""
-  summary = json.loads((fixture_dir(shared_dir) / "features" / "summary.json").read_text())
+  summary = json.loads((squad_fixture_dir(shared_dir) / "features" / "summary.json").read_text())
   return tuple(summary[name][key] for key in ("max_seq_length", "doc_stride", "max_query_length"))
 
 
 def fixture_features(shared_dir, tmp_path, tokenizer, name, mode):
   """(examples, our features) of a fixture set, converted with its settings."""
-  examples, _ = read_fixture_set(shared_dir, tmp_path, name, mode)
+  examples, _ = read_squad_fixture_set(shared_dir, tmp_path, name, mode)
   return examples, convert_examples_to_features(examples, tokenizer, *settings(shared_dir, name),
                                                 is_training=mode == "train")
 
 
-@pytest.mark.parametrize("name,mode", CASES)
+@pytest.mark.parametrize("name,mode", SQUAD_CASES)
 def test_features_match_google(shared_dir, tmp_path, tokenizer, name, mode):
   examples, features = fixture_features(shared_dir, tmp_path, tokenizer, name, mode)
-  expected = read_jsonl(fixture_dir(shared_dir) / "features" / f"{name}.{mode}.features.jsonl")
+  expected = read_jsonl(
+      squad_fixture_dir(shared_dir) / "features" / f"{name}.{mode}.features.jsonl")
   assert len(features) == len(expected)
   for feature, want in zip(features, expected):
     got = dataclasses.asdict(feature)

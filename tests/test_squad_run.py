@@ -1,7 +1,7 @@
 """run_squad end to end on Google's tiny checkpoint: v1 through the CLI, v2 through the library.
 
-Training files are fixture question sets with each question cut to its first answer (Google's
-reader needs exactly one answer per training question); predict files are as published.
+Training files are fixture question sets cut to first answers (Google's reader needs exactly
+one answer per training question); predict files are as published.
 """
 
 import json
@@ -13,22 +13,9 @@ import sys
 import pytest
 
 from squad import evaluation, run
-from tests.helpers import REPO
+from tests.helpers import REPO, first_answers_only, write_json
 
 SETTINGS = dict(max_seq_length=128, doc_stride=64, max_query_length=32)
-
-
-def _first_answers(source, target):
-  """`source` with each question's answers cut to the first; returns `target`."""
-  with open(source, encoding="utf-8") as f:
-    dataset = json.load(f)
-  for article in dataset["data"]:
-    for paragraph in article["paragraphs"]:
-      for qa in paragraph["qas"]:
-        qa["answers"] = qa["answers"][:1]
-  with open(target, "w", encoding="utf-8") as f:
-    json.dump(dataset, f)
-  return str(target)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +37,8 @@ def _question_ids(path):
 @pytest.mark.slow
 @pytest.mark.multiprocess
 def test_v1_train_and_predict_through_the_cli(tiny, inputs, tmp_path):
-  train_file = _first_answers(inputs / "v1_sel128.json", tmp_path / "train.json")
+  with open(inputs / "v1_sel128.json", encoding="utf-8") as f:
+    train_file = write_json(tmp_path / "train.json", first_answers_only(json.load(f)))
   predict_file = str(inputs / "v1_first20_384.json")
   output_dir = tmp_path / "out"
   command = [sys.executable, os.path.join(REPO, "run_squad.py"),
