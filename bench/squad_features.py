@@ -8,8 +8,7 @@ it (a fresh tokenizer per run, so no run starts with warm caches). Each side run
 --repeats times and keeps its best time.
 
 Peer, in the same run when installed: Google's run_squad.py as released on PyPI in
-bert-tensorflow 1.0.4 (`pip install --no-deps bert-tensorflow==1.0.4`; kept out of
-requirements.txt), with its own tokenization.py and again with our FullTokenizer.
+bert-tensorflow 1.0.4 (in bench/requirements.txt), with its own tokenization.py and again with our FullTokenizer.
 Its modeling/optimization modules import TF1-only code that conversion does not use,
 so empty modules stand in for them. Google's features must equal ours field by field:
 the run fails otherwise. Without the package, ours is measured alone.
