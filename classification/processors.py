@@ -56,8 +56,9 @@ def read_rows(path, delimiter="\t", quotechar=None):
   format); otherwise fields follow CSV quoting rules (and may span lines; the
   number is then the record's first line).
   """
-  if not fileio.isfile(path):
-    raise InputError(f"data file not found: {path}")
+  problem = fileio.missing_file(path)
+  if problem:
+    raise InputError(f"data file {path}: {problem}")
   if quotechar is None:
     for number, line in _decoded_lines(path):
       line = line.rstrip("\n")

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from cli import FlagError
 
-from fileio import atomic_output, open_file
+from fileio import InputError, atomic_output, missing_file, open_file
 from modeling.checkpoints.auto import load_checkpoint
 from modeling.encoder import build_encoder
 from tokenization import convert_to_unicode
@@ -42,7 +42,13 @@ class InputFeatures:
 
 
 def read_examples(input_file):
-  """One example per line; `a ||| b` is a pair. Ids count from 0, as Google's."""
+  """One example per line; `a ||| b` is a pair. Ids count from 0, as Google's.
+
+  Raises InputError for a missing or empty input (Google's writes an empty output).
+  """
+  problem = missing_file(input_file)
+  if problem:
+    raise InputError(f"--input_file {input_file!r}: {problem}")
   examples = []
   with open_file(input_file, "rb") as f:
     for unique_id, raw in enumerate(f):
@@ -50,6 +56,8 @@ def read_examples(input_file):
       m = _PAIR_RE.match(line)
       examples.append(InputExample(unique_id, m.group(1), m.group(2)) if m
                       else InputExample(unique_id, line))
+  if not examples:
+    raise InputError(f"--input_file {input_file!r} is empty: no line to extract features for")
   return examples
 
 

@@ -6,11 +6,11 @@ import TensorFlow (`fileio.filesystem`).
 """
 
 from fileio.atomic import AtomicFile, atomic_directory, atomic_output, atomic_write_text
-from fileio.filesystem import exists, file_size, isdir, isfile, open_file
+from fileio.filesystem import exists, file_size, isdir, isfile, missing_file, open_file
 from fileio.patterns import InputError, resolve_input_files
 from fileio.tfrecord import frame_record
 
 __all__ = [
     "AtomicFile", "InputError", "atomic_directory", "atomic_output", "atomic_write_text",
-    "exists", "file_size", "frame_record", "isdir", "isfile", "open_file", "resolve_input_files",
+    "exists", "file_size", "frame_record", "isdir", "isfile", "missing_file", "open_file", "resolve_input_files",
 ]

@@ -42,6 +42,13 @@ def isfile(path):
                                                       not _gfile().isdir(path))
 
 
+def missing_file(path):
+  """Why `path` cannot be read as a file ("not found", "a directory, not a file"), else None."""
+  if isdir(path):
+    return "a directory, not a file"
+  return None if exists(path) else "not found"
+
+
 def file_size(path):
   """Size of the file `path` in bytes."""
   return os.path.getsize(path) if is_local(path) else _gfile().stat(path).length

@@ -28,10 +28,10 @@ def resolve_input_files(patterns, flag="input_file"):
     else:
       matches = [pattern]
     for path in matches:
-      if filesystem.isdir(path):
-        raise InputError(f"--{flag} names {path!r}: it is a directory, not a file")
-      if not filesystem.exists(path):
-        raise InputError(f"--{flag} names {path!r}: input file not found")
+      problem = filesystem.missing_file(path)
+      if problem:
+        raise InputError(f"--{flag} names {path!r}: " +
+                         ("input file not found" if problem == "not found" else f"it is {problem}"))
       files.append(path)
   if not files:
     raise InputError(f"--{flag} names no file")

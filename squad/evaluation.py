@@ -228,8 +228,9 @@ def evaluate(dataset, predictions, na_probs=None, na_prob_thresh=1.0, version=No
 
 
 def _read_json(path, what):
-  if not fileio.isfile(path):
-    raise EvaluationError(f"{what} not found: {path!r}")
+  problem = fileio.missing_file(path)
+  if problem:
+    raise EvaluationError(f"{what} {path!r}: {problem}")
   try:
     with fileio.open_file(path, "rb") as f:
       return json.load(f)

@@ -85,8 +85,9 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
 
 def _load_articles(path):
   """The `data` list of a SQuAD file."""
-  if not fileio.isfile(path):
-    raise SquadFormatError(f"SQuAD file not found: {path}")
+  problem = fileio.missing_file(path)
+  if problem:
+    raise SquadFormatError(f"SQuAD file {path}: {problem}")
   with fileio.open_file(path, "rb") as f:
     raw = f.read()
   try:

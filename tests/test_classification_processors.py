@@ -301,7 +301,7 @@ def test_too_few_columns_for_the_task(tmp_path):
 
 
 def test_missing_file(tmp_path):
-  with pytest.raises(fileio.InputError, match=r"data file not found: .*train\.tsv"):
+  with pytest.raises(fileio.InputError, match=r"data file .*train\.tsv: not found"):
     MrpcProcessor().get_train_examples(str(tmp_path))
 
 

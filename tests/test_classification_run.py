@@ -199,7 +199,7 @@ def test_unknown_task(tmp_path):
 
 def test_missing_data_file(tmp_path):
   (tmp_path / "data").mkdir()
-  with pytest.raises(fileio.InputError, match=r"data file not found: .*data/train\.tsv"):
+  with pytest.raises(fileio.InputError, match=r"data file .*data/train\.tsv: not found"):
     run.run_classifier(classifier_options(tmp_path, data_dir=str(tmp_path / "data")))
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from feature_extraction import extract
+import fileio
 import modeling
 from tests.helpers import REPO
 import tokenization
@@ -50,6 +51,15 @@ def test_examples_and_truncation(tmp_path, google_vocab):
   assert features[1].tokens == ["[CLS]", "a", "b", "c", "d", "e", "[SEP]"]
   with pytest.raises(ValueError, match=r"layers \[-3\] out of range for a model with 2 layers"):
     extract.parse_layers("-1,-3", 2)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("empty.txt", "is empty: no line to extract features for"),
+    ("missing.txt", ": not found"), (".", ": a directory, not a file")])
+def test_unusable_input_is_refused(tmp_path, name, message):
+  (tmp_path / "empty.txt").write_text("")
+  with pytest.raises(fileio.InputError, match=message):
+    extract.read_examples(str(tmp_path / name))
 
 
 @pytest.mark.multiprocess

@@ -190,7 +190,7 @@ def test_bad_files_are_user_errors_naming_the_file(tmp_path, reader, text, messa
 
 
 def test_missing_file_and_missing_null_probability(shared_dir, tmp_path):
-  with pytest.raises(cli.UserError, match=r"predictions file not found: '.*nope\.json'"):
+  with pytest.raises(cli.UserError, match=r"predictions file '.*nope\.json': not found"):
     evaluation.read_predictions(str(tmp_path / "nope.json"))
   data, preds, _ = V2_HARD
   with pytest.raises(evaluation.EvaluationError,
@@ -243,8 +243,8 @@ def test_cli_writes_out_file(shared_dir, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["PREDS"], "expected two arguments, data_file and pred_file; got 1"),
     (["PREDS", "DATA"], "PREDS: not a SQuAD dataset: the top level has no list 'data'"),
-    (["DATA", "PREDS", "--na_prob_file", "nope.json"], "null-probability file not found: "
-                                                       "'nope.json'"),
+    (["DATA", "PREDS", "--na_prob_file", "nope.json"], "null-probability file 'nope.json': "
+                                                       "not found"),
 ])
 def test_cli_errors_are_one_line_and_exit_1(shared_dir, args, message):
   paths = {"DATA": str(shared_dir / PREDICT200[0]), "PREDS": str(shared_dir / PREDICT200[1])}

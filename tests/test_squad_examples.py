@@ -60,8 +60,10 @@ def test_error_is_a_user_error():
 
 
 def test_missing_file(tmp_path):
-  with pytest.raises(SquadFormatError, match="SQuAD file not found: .*nope.json"):
+  with pytest.raises(SquadFormatError, match="SQuAD file .*nope.json: not found"):
     read_squad_examples(str(tmp_path / "nope.json"), True, False)
+  with pytest.raises(SquadFormatError, match="SQuAD file .*: a directory, not a file"):
+    read_squad_examples(str(tmp_path), True, False)
 
 
 def test_not_json(tmp_path):

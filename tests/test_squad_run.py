@@ -136,5 +136,5 @@ def test_cli_error_is_one_line(tiny, tmp_path):
        "--do_predict", f"--predict_file={tmp_path}/missing.json"],
       capture_output=True, text=True, check=False, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   assert out.returncode == 1
-  assert out.stderr.strip().splitlines()[-1].startswith("run_squad: error: SQuAD file not found: ")
+  assert out.stderr.strip().splitlines()[-1].startswith("run_squad: error: SQuAD file ")
   assert "missing.json" in out.stderr and "Traceback" not in out.stderr

@@ -208,8 +208,10 @@ def test_bad_vocab_errors_name_file_and_line(tmp_path, content, message):
 
 
 def test_missing_vocab_error_names_file(tmp_path):
-  with pytest.raises(VocabError, match="vocab file not found: .*nope.txt"):
+  with pytest.raises(VocabError, match="vocab file .*nope.txt': not found"):
     load_vocab(str(tmp_path / "nope.txt"))
+  with pytest.raises(VocabError, match="vocab file .*: a directory, not a file"):
+    load_vocab(str(tmp_path))
 
 
 # --- Checkpoint name vs do_lower_case -------------------------------------------------------

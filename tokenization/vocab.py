@@ -18,8 +18,9 @@ def load_vocab(vocab_file):
   (a missing or empty file, a blank line, a repeated token) raise VocabError
   naming the file and the line.
   """
-  if not fileio.isfile(vocab_file):
-    raise VocabError(f"vocab file not found: {vocab_file!r}")
+  problem = fileio.missing_file(vocab_file)
+  if problem:
+    raise VocabError(f"vocab file {vocab_file!r}: {problem}")
   vocab = collections.OrderedDict()
   with fileio.open_file(vocab_file, "rb") as f:
     for line_no, raw in enumerate(f, start=1):
