@@ -12,5 +12,6 @@ from fileio.tfrecord import frame_record
 
 __all__ = [
     "AtomicFile", "InputError", "atomic_directory", "atomic_output", "atomic_write_text",
-    "exists", "file_size", "frame_record", "isdir", "isfile", "missing_file", "open_file", "resolve_input_files",
+    "exists", "file_size", "frame_record", "isdir", "isfile", "missing_file", "open_file",
+    "resolve_input_files",
 ]
