@@ -42,6 +42,11 @@ def isfile(path):
                                                       not _gfile().isdir(path))
 
 
+def listdir(path):
+  """The names of the entries of directory `path` (hidden ones included), sorted."""
+  return sorted(os.listdir(path) if is_local(path) else _gfile().listdir(path))
+
+
 def file_size(path):
   """Size of the file `path` in bytes."""
   return os.path.getsize(path) if is_local(path) else _gfile().stat(path).length
