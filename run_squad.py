@@ -2,7 +2,8 @@
 
 Writes `predictions.json`, `nbest_predictions.json` and, with
 --version_2_with_negative, `null_odds.json` to output_dir; when the predict
-file has answers, the official metrics go to `eval_results.txt` too.
+file has answers, the official metrics go to `eval_results.txt` too. With
+`--export_dir`, a SavedModel that answers raw-text questions (`squad.export`).
 """
 
 from absl import flags
@@ -48,6 +49,11 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0,
 flags.DEFINE_bool("tune_null_threshold", False,
                   "v2 with answers in predict_file: write the predictions with the threshold "
                   "that gives the official best F1 there (Google's README recipe in one run).")
+flags.DEFINE_string("export_dir", None, "Write a SavedModel that answers raw-text questions "
+                    "here after training and predicting (a new or empty directory, outside "
+                    "output_dir).")
+flags.DEFINE_bool("overwrite_export", False,
+                  "Replace export_dir when it holds a SavedModel written by run_squad.")
 training_flags.define_runtime_flags()
 flags.adopt_module_key_flags(training_flags)
 

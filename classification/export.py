@@ -19,9 +19,7 @@ import tempfile
 import tensorflow as tf
 
 from classification import labels as labels_lib
-from cli import FlagError
-from fileio import atomic_directory, exists, isdir
-from fileio.filesystem import is_local
+import fileio
 from tokenization.in_graph import InGraphTokenizer
 
 SIGNATURE_IDS = "serving_default"
@@ -29,36 +27,13 @@ SIGNATURE_TEXT = "serve_text"
 SIGNATURE_TEXT_PAIR = "serve_text_pair"
 
 
-# What marks a directory as a SavedModel of ours: the files `export_saved_model` writes.
-_EXPORT_MARKERS = ("saved_model.pb", "variables",
-                   os.path.join("assets", labels_lib.LABEL_LIST_FILE))
+# What marks a SavedModel of ours, beside saved_model.pb and variables/.
+_MARKERS = (os.path.join("assets", labels_lib.LABEL_LIST_FILE),)
 
 
 def check_export_dir(export_dir, output_dir, overwrite):
-  """Refuses, before any work, an export_dir whose replacement would delete what the user owns.
-
-  export_dir may be new, an empty directory, or (with `overwrite`) a SavedModel
-  this module wrote; it may not be, contain or lie inside output_dir (the run's
-  checkpoints and results). Raises FlagError naming the directory.
-  """
-  def local(path):
-    return os.path.realpath(path) if is_local(path) else path.rstrip("/")
-  export, output = local(os.fspath(export_dir)), local(os.fspath(output_dir))
-  if export == output or export.startswith(output + "/") or output.startswith(export + "/"):
-    raise FlagError(f"--export_dir {export_dir!r} overlaps --output_dir {output_dir!r}: "
-                    "writing the export would delete the run's checkpoints and results")
-  if not exists(export_dir):
-    return
-  if not isdir(export_dir):
-    raise FlagError(f"--export_dir {export_dir!r} is a file, not a directory")
-  if not tf.io.gfile.listdir(export_dir):
-    return
-  if not all(exists(os.path.join(export_dir, marker)) for marker in _EXPORT_MARKERS):
-    raise FlagError(f"--export_dir {export_dir!r} exists and is not a SavedModel written by "
-                    "run_classifier: nothing was touched; choose a new or empty directory")
-  if not overwrite:
-    raise FlagError(f"--export_dir {export_dir!r} holds a SavedModel: pass --overwrite_export "
-                    "to replace it")
+  """`fileio.check_export_dir` for run_classifier's SavedModels (see there)."""
+  fileio.check_export_dir(export_dir, output_dir, overwrite, _MARKERS, "run_classifier")
 
 
 class ClassifierModule(tf.Module):
@@ -107,7 +82,7 @@ def export_saved_model(model, export_dir, vocab_file, do_lower_case, max_seq_len
 
   `label_list` is the label names in id order (None for regression). Returns export_dir.
   """
-  with tempfile.TemporaryDirectory() as staging, atomic_directory(export_dir) as saved:
+  with tempfile.TemporaryDirectory() as staging, fileio.atomic_directory(export_dir) as saved:
     # The label file is an asset: saving copies it into the SavedModel's assets/.
     label_file = labels_lib.save_label_list(staging, label_list or [], is_regression)
     module = ClassifierModule(model, vocab_file, do_lower_case, max_seq_length, label_list,

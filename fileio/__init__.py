@@ -1,4 +1,5 @@
-"""File handling shared by the scripts: input patterns, atomic outputs, TFRecord framing.
+"""File handling shared by the scripts: input patterns, atomic outputs, TFRecord framing,
+the --export_dir rules.
 
 Every function takes local paths and TensorFlow's file-system URLs (gs://,
 ram://, ...). Importing `fileio`, or using it on local paths only, does not
@@ -6,12 +7,14 @@ import TensorFlow (`fileio.filesystem`).
 """
 
 from fileio.atomic import AtomicFile, atomic_directory, atomic_output, atomic_write_text
+from fileio.export_dir import check_export_dir
 from fileio.filesystem import exists, file_size, isdir, isfile, missing_file, open_file
 from fileio.patterns import InputError, resolve_input_files
 from fileio.tfrecord import frame_record
 
 __all__ = [
     "AtomicFile", "InputError", "atomic_directory", "atomic_output", "atomic_write_text",
-    "exists", "file_size", "frame_record", "isdir", "isfile", "missing_file", "open_file",
+    "check_export_dir", "exists", "file_size", "frame_record", "isdir", "isfile", "missing_file",
+    "open_file",
     "resolve_input_files",
 ]

@@ -49,6 +49,11 @@ def missing_file(path):
   return None if exists(path) else "not found"
 
 
+def listdir(path):
+  """The names of the entries of directory `path` (hidden ones included), sorted."""
+  return sorted(os.listdir(path) if is_local(path) else _gfile().listdir(path))
+
+
 def file_size(path):
   """Size of the file `path` in bytes."""
   return os.path.getsize(path) if is_local(path) else _gfile().stat(path).length

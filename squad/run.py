@@ -8,8 +8,10 @@ file converted to `eval.tf_record`, and `predictions.json`,
 Google: when the predict file has answers, the official metrics go to
 `eval_results.txt`, and `tune_null_threshold` does Google's README recipe for
 v2.0 in one run (predict, find the official best_f1_thresh over null_odds,
-write the predictions with it: no second pass of the model). The task
-(`squad.task`) runs on `training.runner.Runner`.
+write the predictions with it: no second pass of the model), and
+`export_dir` gets a SavedModel that answers raw-text questions (`squad.export`;
+with the tuned threshold when there is one). The task (`squad.task`) runs on
+`training.runner.Runner`.
 """
 
 import dataclasses
@@ -64,11 +66,14 @@ class SquadOptions(runtime.RuntimeOptions):
   version_2_with_negative: bool = False
   null_score_diff_threshold: float = 0.0
   tune_null_threshold: bool = False
+  export_dir: Optional[str] = None
+  overwrite_export: bool = False
 
   def __post_init__(self):
     super().__post_init__()
-    if not (self.do_train or self.do_predict):
-      raise FlagError("At least one of `do_train` or `do_predict` must be True.")
+    if not (self.do_train or self.do_predict or self.export_dir):
+      raise FlagError("At least one of `do_train` or `do_predict` must be True (or `export_dir` "
+                      "set).")
     if self.do_train and not self.train_file:
       raise FlagError("If `do_train` is True, then `train_file` must be specified.")
     if self.do_predict and not self.predict_file:
@@ -88,7 +93,7 @@ class SquadOptions(runtime.RuntimeOptions):
 
 
 class SquadRun:
-  """One run_squad invocation: train and/or predict (and evaluate when answers are known)."""
+  """One run_squad invocation: train, predict (and evaluate when answers are known), export."""
 
   def __init__(self, options):
     self.options = o = options
@@ -98,6 +103,10 @@ class SquadRun:
     self.tokenizer = tokenization.FullTokenizer(o.vocab_file, do_lower_case=o.do_lower_case)
     self.tokenizer.check_vocab_size(self.config.vocab_size,
                                     o.bert_config_file or o.init_checkpoint)
+    if o.export_dir:
+      from squad import export  # pylint: disable=import-outside-toplevel
+      export.check_export_dir(o.export_dir, o.output_dir, o.overwrite_export)
+    self.null_score_diff_threshold = o.null_score_diff_threshold  # tune_null_threshold sets it
     self.runner = runner_lib.Runner(o, o.output_dir, o.init_checkpoint)
     self.task = SquadTask(self.config, o.max_seq_length, {}, kernels=o.kernels, seed=o.seed)
 
@@ -161,6 +170,7 @@ class SquadRun:
       if o.tune_null_threshold:
         extra["null_score_diff_threshold"] = self._tuned_threshold(dataset, examples, features,
                                                                    results)
+        self.null_score_diff_threshold = extra["null_score_diff_threshold"]
         outputs = self._answers(examples, features, results, **extra)
       evaluation_results = self._evaluate(dataset, outputs, **extra)
     elif o.tune_null_threshold:
@@ -213,13 +223,25 @@ class SquadRun:
     logging.info("Evaluation of %s: %s", self.options.predict_file, results)
     return results
 
+  def export(self):
+    """Writes the SavedModel of the trained model to export_dir; returns export_dir."""
+    from squad import export  # pylint: disable=import-outside-toplevel
+    o = self.options
+    return export.export_saved_model(
+        self.runner.trained_model(self.task), o.export_dir, o.vocab_file, o.do_lower_case,
+        o.max_seq_length, o.doc_stride, o.max_query_length, o.max_answer_length,
+        o.version_2_with_negative, self.null_score_diff_threshold, o.n_best_size)
+
   def run(self):
-    """Runs the requested steps; returns their results keyed train/predict."""
+    """Runs the requested steps; returns their results keyed train/predict/export."""
+    o = self.options
     done = {}
-    if self.options.do_train:
+    if o.do_train:
       done["train"] = self.train()
-    if self.options.do_predict:
+    if o.do_predict:
       done["predict"] = self.predict()
+    if o.export_dir:
+      done["export"] = self.export()
     return done
 
 

@@ -109,6 +109,17 @@ def _nonspacing_marks():
   return _char_class(lambda ch: unicodedata.category(ch) == "Mn")
 
 
+def drop_invalid_utf8(texts):
+  """`texts` without their invalid UTF-8 bytes, as Google's convert_to_unicode (errors="ignore").
+
+  Transcoding would cost about a third of the tokenizer's time, so it only
+  runs on batches that need it.
+  """
+  return tf.cond(
+      tf.reduce_all(is_valid_utf8(texts)), lambda: texts,
+      lambda: tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="ignore"))
+
+
 def is_valid_utf8(texts):
   """True where a string is valid UTF-8 (no stray bytes, surrogates or code points > U+10FFFF)."""
   # RE2 decodes leniently; a class without the surrogates rejects all three.
@@ -142,13 +153,10 @@ class InGraphTokenizer(tf.Module):
 
   def normalize(self, texts):
     """Google's cleaning and (uncased) lower-casing and accent stripping of [batch] strings."""
-    texts = tf.convert_to_tensor(texts, tf.string)
-    # Invalid UTF-8 bytes are dropped, as Google's convert_to_unicode does.
-    # Transcoding would cost about a third of the tokenizer's time, so it only runs on
-    # batches that need it.
-    texts = tf.cond(
-        tf.reduce_all(is_valid_utf8(texts)), lambda: texts,
-        lambda: tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="ignore"))
+    return self._fold(drop_invalid_utf8(tf.convert_to_tensor(texts, tf.string)))
+
+  def _fold(self, texts):
+    """`normalize` of valid UTF-8 strings (of any shape)."""
     texts = tf.strings.regex_replace(texts, _deleted_chars(), "")
     if self.do_lower_case:
       texts = tf.strings.lower(texts, encoding="utf-8")
@@ -160,10 +168,42 @@ class InGraphTokenizer(tf.Module):
     """Returns the WordPiece ids of `texts` ([batch] strings) as int32 [batch, (tokens)]."""
     texts = self.normalize(texts)
     ids, starts, ends = self._wordpiece.tokenize_with_offsets(texts)
-    return self._unk_long_words(texts, ids, starts, ends)
+    return self._unk_long_words(texts, ids, starts, ends)[0]
+
+  def tokenize_with_offsets(self, texts):
+    """The ids of `tokenize` and the characters of `texts` each piece comes from.
+
+    Returns (ids, starts, ends), each [batch, (tokens)]: int32 ids and int64
+    code-point offsets, end exclusive, into `texts` after `drop_invalid_utf8`.
+    A piece runs from the character holding its first normalized byte through
+    the character holding its last, and on over the characters right after
+    it that normalization deletes (control and format characters; uncased,
+    also accents written as combining marks); an [UNK] covers its whole word.
+    """
+    texts = drop_invalid_utf8(tf.convert_to_tensor(texts, tf.string))
+    normalized = self._fold(texts)
+    ids, starts, ends = self._unk_long_words(
+        normalized, *self._wordpiece.tokenize_with_offsets(normalized))
+    # Normalization maps each character on its own (Greek final sigma aside, whose forms have
+    # the same length), so the normalized text is the characters' normalized forms in order.
+    chars = tf.strings.unicode_split(texts, "UTF-8")  # [batch, (chars)]
+    # [all chars]: the normalized byte where each character ends, counted over the batch.
+    char_ends = tf.cumsum(tf.cast(tf.strings.length(self._fold(chars.flat_values)), tf.int64))
+    row_bytes = tf.gather(tf.concat([[0], char_ends], 0), chars.row_starts())  # [batch]
+    row_chars = tf.gather(chars.row_starts(), starts.value_rowids())  # [all tokens]
+    row_lengths = tf.gather(chars.row_lengths(), starts.value_rowids())
+
+    def to_chars(byte_offsets):
+      """Normalized byte offsets -> the number of characters whose normalized form ends there
+      or before (a trailing deleted character of the next row belongs to it, so clip)."""
+      flat = byte_offsets.flat_values + tf.gather(row_bytes, byte_offsets.value_rowids())
+      local = tf.searchsorted(char_ends, flat, side="right", out_type=tf.int64) - row_chars
+      return byte_offsets.with_flat_values(tf.minimum(local, row_lengths))
+
+    return ids, to_chars(starts), to_chars(ends)
 
   def _unk_long_words(self, texts, ids, starts, ends):
-    """Replaces every word of more than 200 characters by a single [UNK]."""
+    """Replaces every word of more than 200 characters by a single [UNK]: (ids, starts, ends)."""
     flat_ids = ids.flat_values
     word_start = tf.logical_not(tf.gather(self._is_suffix, flat_ids))
     word = tf.cumsum(tf.cast(word_start, tf.int32)) - 1  # [pieces] -> word index
@@ -183,12 +223,16 @@ class InGraphTokenizer(tf.Module):
       long_word = tf.scatter_nd(candidates[:, None], chars > MAX_CHARS_PER_WORD,
                                 tf.shape(word_bytes, out_type=tf.int64))
       in_long_word = tf.gather(long_word, word)  # [pieces]
-      keep = tf.logical_or(word_start, tf.logical_not(in_long_word))
+      keep = ids.with_flat_values(tf.logical_or(word_start, tf.logical_not(in_long_word)))
       new_ids = tf.where(in_long_word, self.unk_id, flat_ids)
-      return tf.ragged.boolean_mask(ids.with_flat_values(new_ids),
-                                    ids.with_flat_values(keep))
+      # A long word's [UNK] ends where its last piece did.
+      word_end = tf.gather(tf.math.segment_max(ends.flat_values, word), word)
+      new_ends = tf.where(in_long_word, word_end, ends.flat_values)
+      return (tf.ragged.boolean_mask(ids.with_flat_values(new_ids), keep),
+              tf.ragged.boolean_mask(starts, keep),
+              tf.ragged.boolean_mask(ends.with_flat_values(new_ends), keep))
 
-    return tf.cond(tf.reduce_any(maybe_long), unk_long_words, lambda: ids)
+    return tf.cond(tf.reduce_any(maybe_long), unk_long_words, lambda: (ids, starts, ends))
 
   def pack(self, ids_a, ids_b=None, max_seq_length=128):
     """BERT model inputs from token ids, as Google's `run_classifier.convert_single_example`.
