@@ -38,7 +38,7 @@ space. So a span over several words separated by other whitespace (two
 spaces, a newline) reads with single spaces there; and where
 `get_final_text` gives up (normalization changed a character count, as with
 combining accents; pieces that are [UNK]), Google answers with the span's
-whole words. bench/squad_export_agreement.py measures how often.
+whole words. How often on real data is not measured yet.
 
 Loading needs only `tensorflow` and `tensorflow_text`. The assets are the
 vocabulary and squad_export.json (the settings above), which also marks the
