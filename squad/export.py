@@ -34,11 +34,14 @@ best span, for the caller to use or not). When no span passes the filters
 
 Where predictions.json differs: Google maps the span onto the context through
 `get_final_text` on the span's whitespace-separated words joined by one
-space. So a span over several words separated by other whitespace (two
-spaces, a newline) reads with single spaces there; and where
-`get_final_text` gives up (normalization changed a character count, as with
-combining accents; pieces that are [UNK]), Google answers with the span's
-whole words. How often on real data is not measured yet.
+space. So (1) a span over words separated by other whitespace (two spaces,
+a newline) reads with single spaces there; (2) where `get_final_text` gives
+up (normalization changed a character count, as a deleted format character
+or a combining accent does; [UNK] pieces), Google answers with the span's
+whole words; (3) `get_final_text` takes the first match of the span's
+normalized text in those words, which can lie before the span when the span
+starts inside a word (a span on a word's "ī" reads as an "i" before it).
+bench/squad_export_agreement.py measures how often.
 
 Loading needs only `tensorflow` and `tensorflow_text`. The assets are the
 vocabulary and squad_export.json (the settings above), which also marks the
@@ -79,8 +82,10 @@ class QaModule(tf.Module):
     self.settings = dict(settings)
     seq = tf.TensorSpec([None, settings["max_seq_length"]], tf.int32)
     text = tf.TensorSpec([None], tf.string)
-    self.serve_ids = tf.function(self._serve_ids, input_signature=[seq, seq, seq])
-    self.serve_qa = tf.function(self._serve_qa, input_signature=[text, text])
+    # No Python control flow depends on tensors here, so autograph is not needed.
+    self.serve_ids = tf.function(self._serve_ids, input_signature=[seq, seq, seq],
+                                 autograph=False)
+    self.serve_qa = tf.function(self._serve_qa, input_signature=[text, text], autograph=False)
 
   def _logits(self, features):
     outputs = self.model(features, training=False)

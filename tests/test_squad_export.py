@@ -87,18 +87,6 @@ def _read(path):
     return json.load(f)
 
 
-def _kind(answer, prediction):
-  """How serve_qa's answer relates to Google's text (see squad.export's docstring)."""
-  if answer == prediction:
-    return "same"
-  collapsed = " ".join(answer.split())
-  if collapsed == prediction:
-    return "whitespace"
-  if collapsed in prediction:
-    return "whole words"
-  return "different"
-
-
 @pytest.fixture(scope="module")
 def v1(shared_dir, tmp_path_factory):
   tmp = tmp_path_factory.mktemp("v1")
@@ -117,17 +105,16 @@ def v1(shared_dir, tmp_path_factory):
 def test_serve_qa_answers_as_predictions_json(v1):
   served = v1["served"]
   assert served["modules"] == []
-  kinds = {}
+  same = 0
   for i, (qid, _, context) in enumerate(v1["questions"]):
-    answer = served["answer"][i]
+    answer, prediction = served["answer"][i], v1["predictions"][qid]
     assert context[served["start"][i]:served["end"][i]] == answer
-    best = v1["nbest"][qid][0]
+    best = v1["nbest"][qid][0]  # the same span: its logits
     assert served["score"][i] == pytest.approx(best["start_logit"] + best["end_logit"], abs=1e-4)
-    kinds.setdefault(_kind(answer, v1["predictions"][qid]), []).append(qid)
-  assert "different" not in kinds, kinds
-  # Dev questions: Google's texts exactly; our paragraph shows both documented differences.
-  assert len(kinds["same"]) >= 0.9 * len(v1["questions"])
-  assert set(kinds) <= {"same", "whitespace", "whole words"}
+    same += answer == prediction
+    # Otherwise Google joined the words with single spaces, or answered with the whole words.
+    assert " ".join(answer.split()) in prediction, (qid, answer, prediction)
+  assert same >= 0.9 * len(v1["questions"])
 
 
 @pytest.mark.slow

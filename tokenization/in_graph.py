@@ -184,8 +184,9 @@ class InGraphTokenizer(tf.Module):
     normalized = self._fold(texts)
     ids, starts, ends = self._unk_long_words(
         normalized, *self._wordpiece.tokenize_with_offsets(normalized))
-    # Normalization maps each character on its own (Greek final sigma aside, whose forms have
-    # the same length), so the normalized text is the characters' normalized forms in order.
+    # Normalization maps each character on its own, up to the length-preserving exceptions
+    # (Greek final sigma; NFD's reordering of combining marks), so the normalized text is the
+    # characters' normalized forms in order.
     chars = tf.strings.unicode_split(texts, "UTF-8")  # [batch, (chars)]
     # [all chars]: the normalized byte where each character ends, counted over the batch.
     char_ends = tf.cumsum(tf.cast(tf.strings.length(self._fold(chars.flat_values)), tf.int64))
