@@ -162,20 +162,20 @@ class SquadRun:
           logging.info("Processing example: %d", len(results))
     if len(results) != len(features):
       raise RuntimeError(f"{len(results)} predictions for {len(features)} features")
-    outputs = self._answers(examples, features, results)
-    evaluation_results = None
     dataset = evaluation.read_dataset(o.predict_file)
-    if evaluation.has_gold_answers(dataset):
-      extra = {}
-      if o.tune_null_threshold:
-        extra["null_score_diff_threshold"] = self._tuned_threshold(dataset, examples, features,
-                                                                   results)
-        self.null_score_diff_threshold = extra["null_score_diff_threshold"]
-        outputs = self._answers(examples, features, results, **extra)
+    has_answers = evaluation.has_gold_answers(dataset)
+    if o.tune_null_threshold:
+      if not has_answers:
+        raise FlagError(f"--tune_null_threshold needs answers in --predict_file; "
+                        f"{o.predict_file} has none")
+      self.null_score_diff_threshold = self._tuned_threshold(dataset, examples, features,
+                                                             results)
+    outputs = self._answers(examples, features, results, self.null_score_diff_threshold)
+    evaluation_results = None
+    if has_answers:
+      extra = ({"null_score_diff_threshold": self.null_score_diff_threshold}
+               if o.tune_null_threshold else {})
       evaluation_results = self._evaluate(dataset, outputs, **extra)
-    elif o.tune_null_threshold:
-      raise FlagError(f"--tune_null_threshold needs answers in --predict_file; "
-                      f"{o.predict_file} has none")
     predictions_lib.write_predictions(
         outputs, os.path.join(o.output_dir, PREDICTIONS), os.path.join(o.output_dir, NBEST),
         os.path.join(o.output_dir, NULL_ODDS) if o.version_2_with_negative else None)
@@ -183,10 +183,8 @@ class SquadRun:
       evaluation_results = self.runner.write_eval_results(evaluation_results)
     return outputs.predictions, evaluation_results
 
-  def _answers(self, examples, features, results, null_score_diff_threshold=None):
+  def _answers(self, examples, features, results, null_score_diff_threshold):
     o = self.options
-    if null_score_diff_threshold is None:
-      null_score_diff_threshold = o.null_score_diff_threshold
     return predictions_lib.compute_predictions(
         examples, features, results, o.n_best_size, o.max_answer_length, o.do_lower_case,
         o.version_2_with_negative, null_score_diff_threshold, o.verbose_logging)
