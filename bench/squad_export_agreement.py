@@ -46,7 +46,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # pylint: disable=wrong-import-position
 
 from squad import evaluation, run  # pylint: disable=wrong-import-position
-from tests.helpers import first_answers_only, write_json  # pylint: disable=wrong-import-position
+from tests.helpers import split_squad_articles  # pylint: disable=wrong-import-position
 from tokenization import BasicTokenizer  # pylint: disable=wrong-import-position
 
 SHARED = os.path.join(REPO, "..", "shared")
@@ -61,28 +61,6 @@ def checkpoint(init):
     return os.path.join(path, "vocab.txt"), path
   path = os.path.join(SHARED, "fixtures", "google_bert_tiny")
   return os.path.join(path, "vocab.txt"), os.path.join(path, "bert_model.ckpt")
-
-
-def split_file(path, train_articles, max_questions, directory):
-  """(train file with first answers, predict file) from the articles of `path`."""
-  with open(path, encoding="utf-8") as f:
-    data = json.load(f)
-  train = first_answers_only({"version": data.get("version"),
-                              "data": json.loads(json.dumps(data["data"][:train_articles]))})
-  predict, count = [], 0
-  for article in data["data"][train_articles:]:
-    paragraphs = []
-    for paragraph in article["paragraphs"]:
-      if max_questions and count >= max_questions:
-        break
-      qas = paragraph["qas"][:max_questions - count] if max_questions else paragraph["qas"]
-      paragraphs.append(dict(paragraph, qas=qas))
-      count += len(qas)
-    if paragraphs:
-      predict.append(dict(article, paragraphs=paragraphs))
-  return (write_json(os.path.join(directory, "train.json"), train),
-          write_json(os.path.join(directory, "predict.json"),
-                     {"version": data.get("version"), "data": predict}))
 
 
 def kind(answer, prediction):
@@ -119,7 +97,7 @@ def main():
   with tempfile.TemporaryDirectory() as temp:
     work = args.output_dir or temp
     os.makedirs(work, exist_ok=True)
-    train_file, predict_file = split_file(args.input_file, args.train_articles,
+    train_file, predict_file = split_squad_articles(args.input_file, args.train_articles,
                                           args.max_questions, work)
     vocab_file, init_checkpoint = checkpoint(args.init)
     options = run.SquadOptions(

@@ -18,6 +18,7 @@ import dataclasses
 import math
 import os
 import random
+import time
 from typing import Optional
 
 from absl import logging
@@ -153,6 +154,7 @@ class SquadRun:
                  "  Num split examples = %d\n  Batch size = %d",
                  len(examples), len(features), o.predict_batch_size)
     results = []
+    start_time = time.perf_counter()
     for batch in self.runner.predict(self.task, task_lib.PREDICT, o.predict_batch_size):
       for start, end in zip(batch["start_logits"], batch["end_logits"]):
         feature = features[len(results)]
@@ -162,6 +164,9 @@ class SquadRun:
           logging.info("Processing example: %d", len(results))
     if len(results) != len(features):
       raise RuntimeError(f"{len(results)} predictions for {len(features)} features")
+    seconds = time.perf_counter() - start_time
+    logging.info("Predicted %d split examples in %.1f s: examples_per_second = %.2f",
+                 len(results), seconds, len(results) / seconds)
     dataset = evaluation.read_dataset(o.predict_file)
     has_answers = evaluation.has_gold_answers(dataset)
     if o.tune_null_threshold:

