@@ -9,27 +9,7 @@ import tensorflow as tf
 from absl import logging
 
 from classification.features import convert_single_example
-from fileio import atomic_output, frame_record
-
-
-def _int64s(values):
-  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-
-def _floats(values):
-  return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
-
-
-def features_to_tf_example(feature):
-  """One InputFeatures as a tf.train.Example."""
-  label = _floats if isinstance(feature.label_id, float) else _int64s
-  return tf.train.Example(features=tf.train.Features(feature={
-      "input_ids": _int64s(feature.input_ids),
-      "input_mask": _int64s(feature.input_mask),
-      "segment_ids": _int64s(feature.segment_ids),
-      "label_ids": label([feature.label_id]),
-      "is_real_example": _int64s([int(feature.is_real_example)]),
-  }))
+from fileio import atomic_output, example_record
 
 
 def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
@@ -43,7 +23,10 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
       if i % 10000 == 0:
         logging.info("Writing example %d of %d", i, len(examples))
       feature = convert_single_example(i, example, label_list, max_seq_length, tokenizer)
-      writer.write(frame_record(features_to_tf_example(feature).SerializeToString()))
+      writer.write(example_record({
+          "input_ids": feature.input_ids, "input_mask": feature.input_mask,
+          "segment_ids": feature.segment_ids, "label_ids": [feature.label_id],
+          "is_real_example": [int(feature.is_real_example)]}))
 
 
 def feature_spec(seq_length, is_regression=False):

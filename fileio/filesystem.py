@@ -8,6 +8,7 @@ without newline translation on both kinds of path, as GFile writes it.
 """
 
 import glob as globlib
+import json
 import os
 import shutil
 
@@ -47,6 +48,18 @@ def missing_file(path):
   if isdir(path):
     return "a directory, not a file"
   return None if exists(path) else "not found"
+
+
+def read_json(path, error, what="file"):
+  """The parsed JSON of file `path`; a missing file or bad JSON/UTF-8 raises `error` naming it."""
+  problem = missing_file(path)
+  if problem:
+    raise error(f"{what} {path}: {problem}")
+  try:
+    with open_file(path, "rb") as f:
+      return json.load(f)
+  except ValueError as e:  # bad JSON or bad UTF-8
+    raise error(f"{path}: not valid JSON ({e})") from None
 
 
 def listdir(path):

@@ -16,7 +16,6 @@ Missing predictions:
 """
 
 import collections
-import json
 import re
 import string
 
@@ -81,7 +80,7 @@ def detect_version(dataset):
 
 def has_gold_answers(dataset):
   """Whether the dataset can be scored: a question has an answer or says it has none (v2.0)."""
-  return any(qa["answers"] or "is_impossible" in qa for qa in _qas(dataset))
+  return any(qa.get("answers") or "is_impossible" in qa for qa in _qas(dataset))
 
 
 def _gold_answers(qa, version):
@@ -227,17 +226,6 @@ def evaluate(dataset, predictions, na_probs=None, na_prob_thresh=1.0, version=No
   return evaluate_v1(dataset, predictions)
 
 
-def _read_json(path, what):
-  problem = fileio.missing_file(path)
-  if problem:
-    raise EvaluationError(f"{what} {path!r}: {problem}")
-  try:
-    with fileio.open_file(path, "rb") as f:
-      return json.load(f)
-  except ValueError as e:  # bad JSON or bad UTF-8
-    raise EvaluationError(f"{path}: not valid JSON ({e})") from None
-
-
 def _field(node, key, kind, where, path):
   """`node[key]`, which must be a `kind` (list or str); else an error naming path and place."""
   value = node.get(key) if isinstance(node, dict) else None
@@ -248,11 +236,15 @@ def _field(node, key, kind, where, path):
 
 
 def read_dataset(path):
-  """A SQuAD v1.1/v2.0 dataset file, its layout checked (data/paragraphs/qas/id/answers/text).
+  """A SQuAD v1.1/v2.0 dataset file, its layout checked (`check_dataset`)."""
+  return check_dataset(fileio.read_json(path, EvaluationError, "dataset file"), path)
+
+
+def check_dataset(dataset, path):
+  """`dataset` (parsed from `path`) if laid out as SQuAD (data/paragraphs/qas/id/answers/text).
 
   Duplicate question ids and a dataset without questions are errors too.
   """
-  dataset = _read_json(path, "dataset file")
   ids = set()
   for i, article in enumerate(_field(dataset, "data", list, "the top level", path)):
     for j, paragraph in enumerate(_field(article, "paragraphs", list, f"data[{i}]", path)):
@@ -271,25 +263,24 @@ def read_dataset(path):
 
 def read_predictions(path):
   """A predictions file: a JSON object {question id: answer text}."""
-  predictions = _read_json(path, "predictions file")
-  if not isinstance(predictions, dict):
-    raise EvaluationError(f"{path}: predictions must be a JSON object {{question id: answer "
-                          f"text}}, not a {type(predictions).__name__}")
-  for qid, text in predictions.items():
-    if not isinstance(text, str):
-      raise EvaluationError(f"{path}: the prediction for {qid!r} is a {type(text).__name__}, "
-                            f"not a string")
-  return predictions
+  return _read_by_question(path, "predictions file", "predictions", "the prediction for",
+                           "a string", lambda text: isinstance(text, str))
 
 
 def read_na_probs(path):
   """A null-probability (or null-odds) file: a JSON object {question id: number}."""
-  na_probs = _read_json(path, "null-probability file")
-  if not isinstance(na_probs, dict):
-    raise EvaluationError(f"{path}: null probabilities must be a JSON object {{question id: "
-                          f"number}}, not a {type(na_probs).__name__}")
-  for qid, value in na_probs.items():
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-      raise EvaluationError(f"{path}: the null probability of {qid!r} is {value!r}, not a "
-                            f"number")
-  return na_probs
+  return _read_by_question(path, "null-probability file", "null probabilities",
+                           "the null probability of", "a number",
+                           lambda x: isinstance(x, (int, float)) and not isinstance(x, bool))
+
+
+def _read_by_question(path, label, what, value_of, kind, valid):
+  """The `label` JSON object {question id: value} whose every value is `valid` (`kind`)."""
+  values = fileio.read_json(path, EvaluationError, label)
+  if not isinstance(values, dict):
+    raise EvaluationError(f"{path}: {what} must be a JSON object {{question id: "
+                          f"{kind.split()[-1]}}}, not a {type(values).__name__}")
+  for qid, value in values.items():
+    if not valid(value):
+      raise EvaluationError(f"{path}: {value_of} {qid!r} is {value!r:.40}, not {kind}")
+  return values

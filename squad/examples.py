@@ -13,7 +13,6 @@ reader raises `SquadFormatError` naming the file and the question.
 
 import bisect
 import dataclasses
-import json
 import re
 
 from absl import logging
@@ -56,9 +55,23 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
   `skipped_qas_ids` lists the training questions dropped because their answer
   text is not at their `answer_start` (a warning is logged for each).
   """
-  articles = _load_articles(input_file)
+  return examples_from_dataset(read_squad_file(input_file), input_file, is_training,
+                               version_2_with_negative)
+
+
+def read_squad_file(path):
+  """The parsed JSON of a SQuAD file (local or gs://), which must be an object."""
+  data = fileio.read_json(path, SquadFormatError, "SQuAD file")
+  if not isinstance(data, dict):
+    raise SquadFormatError(f"{path}: not a SQuAD file (expected a JSON object with a "
+                           "'data' list of articles)")
+  return data
+
+
+def examples_from_dataset(dataset, input_file, is_training, version_2_with_negative=False):
+  """`read_squad_examples` on the parsed JSON of `input_file` (`read_squad_file`)."""
   examples, skipped = [], []
-  for article in articles:
+  for article in _get(dataset, "data", list, input_file):
     for paragraph in _get(article, "paragraphs", list, input_file):
       context = _get(paragraph, "context", str, input_file)
       words = list(_WORD.finditer(context))
@@ -81,23 +94,6 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
             continue
         examples.append(example)
   return examples, skipped
-
-
-def _load_articles(path):
-  """The `data` list of a SQuAD file."""
-  problem = fileio.missing_file(path)
-  if problem:
-    raise SquadFormatError(f"SQuAD file {path}: {problem}")
-  with fileio.open_file(path, "rb") as f:
-    raw = f.read()
-  try:
-    data = json.loads(raw)
-  except ValueError as e:  # UnicodeDecodeError included
-    raise SquadFormatError(f"{path}: not valid JSON ({e})") from None
-  if not isinstance(data, dict):
-    raise SquadFormatError(f"{path}: not a SQuAD file (expected a JSON object with a "
-                           "'data' list of articles)")
-  return _get(data, "data", list, path)
 
 
 _JSON_TYPES = {list: "a list", str: "a string", int: "an integer", bool: "true or false"}

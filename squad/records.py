@@ -7,7 +7,7 @@ Google's `FeatureWriter` writes them. TensorFlow is imported on first use, so
 that importing `squad` for reading and converting stays fast.
 """
 
-from fileio import atomic_output, frame_record
+from fileio import atomic_output, example_record
 
 
 def _tf():
@@ -32,7 +32,6 @@ def write_features(features, path, is_training):
 
   Readers of `path` see the old file or the complete new one (`fileio.atomic_output`).
   """
-  tf = _tf()
   count = 0
   with atomic_output(path, "wb") as writer:
     for feature in features:
@@ -42,9 +41,6 @@ def write_features(features, path, is_training):
         values.update(start_positions=[feature.start_position],
                       end_positions=[feature.end_position],
                       is_impossible=[int(feature.is_impossible)])
-      example = tf.train.Example(features=tf.train.Features(feature={
-          name: tf.train.Feature(int64_list=tf.train.Int64List(value=value))
-          for name, value in values.items()}))
-      writer.write(frame_record(example.SerializeToString()))
+      writer.write(example_record(values))
       count += 1
   return count

@@ -28,7 +28,7 @@ import modeling
 from squad import evaluation
 from squad import predictions as predictions_lib
 from squad import records
-from squad.examples import read_squad_examples
+from squad.examples import examples_from_dataset, read_squad_examples, read_squad_file
 from squad.features import convert_examples_to_features
 from squad.task import SquadTask
 import tokenization
@@ -142,13 +142,28 @@ class SquadRun:
     return self.runner.train(self.task, o.train_batch_size, num_train_steps, o.learning_rate,
                              int(num_train_steps * o.warmup_proportion))
 
-  def predict(self):
+  def read_predict_file(self):
+    """(dataset, examples, has_answers) of predict_file, checked before any training."""
+    o = self.options
+    dataset = read_squad_file(o.predict_file)
+    examples, _ = examples_from_dataset(dataset, o.predict_file, False,
+                                        o.version_2_with_negative)
+    has_answers = evaluation.has_gold_answers(dataset)
+    if has_answers:
+      evaluation.check_dataset(dataset, o.predict_file)
+    elif o.tune_null_threshold:
+      raise FlagError(f"--tune_null_threshold needs answers in --predict_file; "
+                      f"{o.predict_file} has none")
+    return dataset, examples, has_answers
+
+  def predict(self, predict_input):
     """Writes Google's prediction files; returns ({id: answer}, evaluation results or None).
 
-    When predict_file has answers, the official metrics go to eval_results.txt.
+    `predict_input` is `read_predict_file()`'s. When predict_file has answers,
+    the official metrics go to eval_results.txt.
     """
     o = self.options
-    examples, _ = read_squad_examples(o.predict_file, False, o.version_2_with_negative)
+    dataset, examples, has_answers = predict_input
     features = self._features(task_lib.PREDICT, examples)
     logging.info("***** Running predictions *****\n  Num orig examples = %d\n"
                  "  Num split examples = %d\n  Batch size = %d",
@@ -167,12 +182,7 @@ class SquadRun:
     seconds = time.perf_counter() - start_time
     logging.info("Predicted %d split examples in %.1f s: examples_per_second = %.2f",
                  len(results), seconds, len(results) / seconds)
-    dataset = evaluation.read_dataset(o.predict_file)
-    has_answers = evaluation.has_gold_answers(dataset)
     if o.tune_null_threshold:
-      if not has_answers:
-        raise FlagError(f"--tune_null_threshold needs answers in --predict_file; "
-                        f"{o.predict_file} has none")
       self.null_score_diff_threshold = self._tuned_threshold(dataset, examples, features,
                                                              results)
     outputs = self._answers(examples, features, results, self.null_score_diff_threshold)
@@ -239,10 +249,11 @@ class SquadRun:
     """Runs the requested steps; returns their results keyed train/predict/export."""
     o = self.options
     done = {}
+    predict_input = self.read_predict_file() if o.do_predict else None
     if o.do_train:
       done["train"] = self.train()
     if o.do_predict:
-      done["predict"] = self.predict()
+      done["predict"] = self.predict(predict_input)
     if o.export_dir:
       done["export"] = self.export()
     return done

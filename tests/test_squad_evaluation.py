@@ -178,8 +178,9 @@ def _write(path, text):
      r"d\.json: question id 'q' appears twice"),
     ("read_dataset", '{"data": []}', r"d\.json: the dataset has no questions"),
     ("read_predictions", '["Paris"]', r"d\.json: predictions must be a JSON object \{question "
-                                      r"id: answer text\}, not a list"),
-    ("read_predictions", '{"q1": ["Paris"]}', r"d\.json: the prediction for 'q1' is a list"),
+                                      r"id: string\}, not a list"),
+    ("read_predictions", '{"q1": ["Paris"]}',
+     r"d\.json: the prediction for 'q1' is \['Paris'\], not a string"),
     ("read_na_probs", '{"q1": "0.5"}', r"d\.json: the null probability of 'q1' is '0\.5', not "
                                        r"a number"),
 ])
@@ -190,7 +191,7 @@ def test_bad_files_are_user_errors_naming_the_file(tmp_path, reader, text, messa
 
 
 def test_missing_file_and_missing_null_probability(shared_dir, tmp_path):
-  with pytest.raises(cli.UserError, match=r"predictions file '.*nope\.json': not found"):
+  with pytest.raises(cli.UserError, match=r"predictions file .*nope\.json: not found"):
     evaluation.read_predictions(str(tmp_path / "nope.json"))
   data, preds, _ = V2_HARD
   with pytest.raises(evaluation.EvaluationError,
@@ -243,7 +244,7 @@ def test_cli_writes_out_file(shared_dir, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["PREDS"], "expected two arguments, data_file and pred_file; got 1"),
     (["PREDS", "DATA"], "PREDS: not a SQuAD dataset: the top level has no list 'data'"),
-    (["DATA", "PREDS", "--na_prob_file", "nope.json"], "null-probability file 'nope.json': "
+    (["DATA", "PREDS", "--na_prob_file", "nope.json"], "null-probability file nope.json: "
                                                        "not found"),
 ])
 def test_cli_errors_are_one_line_and_exit_1(shared_dir, args, message):

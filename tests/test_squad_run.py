@@ -138,3 +138,37 @@ def test_cli_error_is_one_line(tiny, tmp_path):
   assert out.returncode == 1
   assert out.stderr.strip().splitlines()[-1].startswith("run_squad: error: SQuAD file ")
   assert "missing.json" in out.stderr and "Traceback" not in out.stderr
+
+
+def _without_answers(inputs, tmp_path):
+  """v1_first20_384.json as a user's own questions: no `answers` key anywhere."""
+  with open(inputs / "v1_first20_384.json", encoding="utf-8") as f:
+    data = json.load(f)
+  for article in data["data"]:
+    for paragraph in article["paragraphs"]:
+      for qa in paragraph["qas"]:
+        del qa["answers"]
+  return data
+
+
+def test_questions_without_answers_are_predicted_without_scores(tiny, inputs, tmp_path):
+  predict_file = write_json(tmp_path / "questions.json", _without_answers(inputs, tmp_path))
+  predictions, results = run.run_squad(_v2_options(
+      tiny, inputs, tmp_path, predict_file=predict_file, version_2_with_negative=False))["predict"]
+  assert results is None and list(predictions) == _question_ids(predict_file)
+  assert sorted(os.listdir(tmp_path / "out")) == ["eval.tf_record", "nbest_predictions.json",
+                                                  "predictions.json"]
+
+
+def test_a_bad_predict_file_is_refused_before_training(tiny, inputs, tmp_path):
+  data = _without_answers(inputs, tmp_path)
+  data["data"][0]["paragraphs"][0]["qas"][0]["answers"] = [{"answer_start": 0}]
+  predict_file = write_json(tmp_path / "questions.json", data)
+  with open(inputs / "v1_sel128.json", encoding="utf-8") as f:
+    train_file = write_json(tmp_path / "train.json", first_answers_only(json.load(f)))
+  with pytest.raises(evaluation.EvaluationError, match=r"questions\.json: not a SQuAD dataset: "
+                                                       r"answer 0 of question '.*' has no string"):
+    run.run_squad(_v2_options(tiny, inputs, tmp_path, predict_file=predict_file,
+                              train_file=train_file, do_train=True,
+                              version_2_with_negative=False))
+  assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")

@@ -1,5 +1,6 @@
 """The pure-Python tokenizer against hand-checked expectations of Google's rules."""
 
+import pathlib
 import random
 
 import numpy as np
@@ -227,6 +228,7 @@ def test_missing_vocab_error_names_file(tmp_path):
     ("/m/uncased_L-12_H-768_A-12/model.ckpt-1000", False, True),
     ("", False, True),
     (None, True, True),
+    (pathlib.Path("/m/uncased_L-12_H-768_A-12/bert_model.ckpt"), False, False),
 ])
 def test_validate_case_matches_checkpoint(ckpt, lower, ok):
   if ok:

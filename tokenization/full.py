@@ -1,5 +1,6 @@
 """FullTokenizer (BasicTokenizer + WordpieceTokenizer) and the checkpoint/casing check."""
 
+import os
 import re
 
 from cli import FlagError
@@ -59,7 +60,7 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
   """
   if not init_checkpoint:
     return
-  m = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model.ckpt", init_checkpoint)
+  m = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model.ckpt", os.fspath(init_checkpoint))
   if m is None:
     return
   name = m.group(1)
