@@ -15,6 +15,6 @@ from fileio.tfrecord import example_record, frame_record
 
 __all__ = [
     "AtomicFile", "InputError", "atomic_directory", "atomic_output", "atomic_write_text",
-    "check_export_dir", "example_record", "exists", "file_size", "frame_record", "isdir", "isfile", "missing_file",
-    "open_file", "read_json", "resolve_input_files",
+    "check_export_dir", "example_record", "exists", "file_size", "frame_record", "isdir",
+    "isfile", "missing_file", "open_file", "read_json", "resolve_input_files",
 ]

@@ -50,7 +50,7 @@ class AtomicFile:
 
 @contextlib.contextmanager
 def atomic_output(path, mode="w"):
-  """Yields a file (mode "w": UTF-8 text, or "wb") that replaces `path` only if the block succeeds."""
+  """Yields a file (mode "w": UTF-8 text, or "wb") replacing `path` if the block succeeds."""
   output = AtomicFile(path, mode)
   try:
     yield output.file
