@@ -11,10 +11,10 @@ from fileio.export_dir import check_export_dir
 from fileio.filesystem import (exists, file_size, isdir, isfile, missing_file, open_file,
                                read_json)
 from fileio.patterns import InputError, resolve_input_files
-from fileio.tfrecord import example_record, frame_record
+from fileio.tfrecord import count_records, example_record, frame_record
 
 __all__ = [
     "AtomicFile", "InputError", "atomic_directory", "atomic_output", "atomic_write_text",
-    "check_export_dir", "example_record", "exists", "file_size", "frame_record", "isdir",
+    "check_export_dir", "count_records", "example_record", "exists", "file_size", "frame_record", "isdir",
     "isfile", "missing_file", "open_file", "read_json", "resolve_input_files",
 ]

@@ -2,12 +2,18 @@
 
 Each record is: length (uint64 LE), masked CRC32C of the length, data, masked
 CRC32C of the data, as `tf.io.TFRecordWriter` writes it. `example_record`
-frames a `tf.train.Example` (it imports TensorFlow when first called).
+frames a `tf.train.Example` (it imports TensorFlow when first called);
+`count_records` reads a whole file checking every record, because TensorFlow's
+reader takes a file cut inside a record header for its end and reports other
+damage only when training reaches it, without the file's name.
 """
 
 import struct
 
 import google_crc32c
+
+from fileio.filesystem import open_file
+from fileio.patterns import InputError
 
 
 def _masked_crc(data):
@@ -20,6 +26,34 @@ def frame_record(data):
   header = struct.pack("<Q", len(data))
   return b"".join((header, struct.pack("<I", _masked_crc(header)), data,
                    struct.pack("<I", _masked_crc(data))))
+
+
+def count_records(path):
+  """The number of records in the TFRecord file `path`, every length and CRC checked.
+
+  Damage (a cut inside a record, a CRC mismatch) raises InputError naming the
+  file, the record and its byte offset.
+  """
+  offset = count = 0
+  with open_file(path, "rb") as f:
+    while header := f.read(12):
+      where = f"{path}: record {count + 1} (at byte {offset})"
+      if len(header) < 12:
+        raise InputError(f"{where} is cut: the file ends {len(header)} bytes into its "
+                         "12-byte header (a partial copy?)")
+      length, length_crc = struct.unpack("<QI", header)
+      if _masked_crc(header[:8]) != length_crc:
+        raise InputError(f"{where} is damaged: its length fails its CRC (not a TFRecord file, "
+                         "or corrupted)")
+      body = f.read(length + 4)
+      if len(body) < length + 4:
+        raise InputError(f"{where} is cut: the file ends {len(body)} bytes into its "
+                         f"{length + 4}-byte body (a partial copy?)")
+      if _masked_crc(body[:length]) != struct.unpack("<I", body[length:])[0]:
+        raise InputError(f"{where} is damaged: its data fails its CRC")
+      offset += 16 + length
+      count += 1
+  return count
 
 
 def example_record(values):

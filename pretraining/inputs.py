@@ -4,10 +4,12 @@ Records have Google's features (`pretraining_data.features`), so files from
 Google's create_pretraining_data.py and from ours are read alike.
 """
 
+import time
+
 from absl import logging
 import tensorflow as tf
 
-from fileio import InputError
+from fileio import InputError, count_records, file_size
 from pretraining_data import features as features_lib
 
 
@@ -26,11 +28,12 @@ def _first_example(path):
 
 
 def check_records(files, max_seq_length, max_predictions_per_seq, bert_config):
-  """Checks the first record of each file against the flags and the model's config.
+  """Checks every record's framing and the first record's features; returns the record count.
 
-  Catches, before any training, files that are not pre-training records, the
-  wrong `max_seq_length` / `max_predictions_per_seq`, and ids the model's
-  embeddings cannot hold. Errors name the file and what differs.
+  Catches, before any training, damaged or cut files (which TensorFlow's reader
+  would read to the damage, or take for their end), files that are not
+  pre-training records, the wrong `max_seq_length` / `max_predictions_per_seq`,
+  and ids the model's embeddings cannot hold. Errors name the file and what differs.
   """
   bert_config.check_seq_length(max_seq_length)
   lengths = features_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
@@ -64,4 +67,10 @@ def check_records(files, max_seq_length, max_predictions_per_seq, bert_config):
                         f"{bert_config.type_vocab_size}")
     if problems:
       raise InputError(f"{path}: the first record does not match: " + "; ".join(problems))
-  logging.info("Checked the first record of %d input file(s)", len(files))
+  start, count = time.perf_counter(), 0
+  for path in files:
+    count += count_records(path)
+  logging.info("Checked %d input file(s): %d records (%.1f MB), every CRC read, in %.1f s",
+               len(files), count, sum(file_size(path) for path in files) / 1e6,
+               time.perf_counter() - start)
+  return count

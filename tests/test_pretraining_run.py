@@ -184,6 +184,23 @@ def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
                      match=r"short\.tfrecord: .*'input_ids' has length 32, expected 64"):
     pretraining.run(pretraining_options(data, tmp_path / "o3",
                                         input_file=f"{first},{tmp_path / 'short.tfrecord'}"))
+  # A copy cut inside a record header (TensorFlow's reader would stop there silently)
+  # and one with a flipped byte deep inside: both refused before training, named.
+  with open(first, "rb") as f:
+    data_bytes = f.read()
+  (tmp_path / "cut.tfrecord").write_bytes(data_bytes[:-5])
+  with pytest.raises(fileio.InputError, match=r"cut\.tfrecord: record \d+ \(at byte \d+\) is "
+                                              r"cut: the file ends"):
+    pretraining.run(pretraining_options(data, tmp_path / "o4",
+                                        input_file=str(tmp_path / "cut.tfrecord")))
+  middle = len(data_bytes) // 2
+  (tmp_path / "flip.tfrecord").write_bytes(
+      data_bytes[:middle] + bytes([data_bytes[middle] ^ 1]) + data_bytes[middle + 1:])
+  with pytest.raises(fileio.InputError, match=r"flip\.tfrecord: record \d+ \(at byte \d+\) is "
+                                              r"damaged"):
+    pretraining.run(pretraining_options(data, tmp_path / "o4",
+                                        input_file=str(tmp_path / "flip.tfrecord")))
+  assert not (tmp_path / "o4").exists() or not list((tmp_path / "o4").glob("model.ckpt*"))
   (tmp_path / "text.tfrecord").write_text("not a record file\n")
   with pytest.raises(fileio.InputError, match=r"text\.tfrecord: not a readable TFRecord"):
     pretraining.run(pretraining_options(data, tmp_path / "o4",
