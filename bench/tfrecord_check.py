@@ -40,8 +40,8 @@ def write_file(path, size_bytes, record_bytes):
 def tensorflow_count(path):
   """Records counted by TensorFlow's reader, in batches (its fastest way here)."""
   batches = tf.data.TFRecordDataset(path, buffer_size=1 << 24).batch(4096)
-  return int(batches.reduce(np.int64(0), lambda count, batch: count + tf.size(batch,
-                                                                              tf.int64)))
+  count = batches.reduce(np.int64(0), lambda total, batch: total + tf.size(batch, tf.int64))
+  return int(count)
 
 
 def best_of(function, path, repeats):
