@@ -191,6 +191,7 @@ class DataProcessor:
               f"(text/label at 0-based columns {[c for c in columns if c is not None]}), "
               f"the file has {expected}")
         if layout.header:
+          self._check_header(fields, columns[2], path, number, known_labels, map_label)
           continue
       try:
         if len(fields) != expected:
@@ -213,6 +214,19 @@ class DataProcessor:
       logging.warning("Skipped %d malformed rows of %s (e.g. line %d: %s)", skipped, path,
                       self.skipped_rows[-skipped][1], self.skipped_rows[-skipped][2])
     return examples
+
+  def _check_header(self, fields, label_col, path, number, known_labels, map_label):
+    """Refuses a first line that reads as an example: it would be skipped as the header."""
+    if label_col is None or (known_labels is None and not self.is_regression):
+      return
+    value = fields[label_col]
+    try:
+      self._parse_label(map_label(value) if map_label else value, path, number, known_labels)
+    except (_BadRow, DataFormatError):
+      return  # not a label: a header
+    raise DataFormatError(
+        f"{path}, line {number}: this task's files start with a header line, which is skipped, "
+        f"but this line reads as an example (label {value!r}): add the header line")
 
   def _make_example(self, fields, columns, set_type, number, path, known_labels, placeholder,
                     map_label):

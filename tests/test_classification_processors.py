@@ -2,6 +2,7 @@
 
 import collections
 import json
+import re
 
 import pytest
 
@@ -292,6 +293,21 @@ def test_unknown_dev_label_is_an_error_even_when_skipping(tmp_path):
                        match=r"dev\.tsv, line 3: unknown label '2'; this task's labels are "
                              r"'0', '1'"):
       MrpcProcessor(skip_bad_rows=skip).get_dev_examples(str(tmp_path))
+
+
+@pytest.mark.parametrize("cls, first_row, label", [
+    (MrpcProcessor, ["1", "1", "2", "A.", "B."], "1"),
+    (Sst2Processor, ["a fine film", "1"], "1"),
+    (StsbProcessor, ["0", "main-news", "f", "2012", "1", "none", "none", "A b.", "C d.", "3.8"],
+     "3.8"),
+])
+def test_a_missing_header_line_is_an_error_not_a_lost_example(tmp_path, cls, first_row, label):
+  write_tsv(tmp_path / "train.tsv", [first_row, first_row])
+  with pytest.raises(DataFormatError,
+                     match=rf"train\.tsv, line 1: this task's files start with a header line, "
+                           rf"which is skipped, but this line reads as an example \(label "
+                           rf"'{re.escape(label)}'\): add the header line"):
+    cls().get_train_examples(str(tmp_path))
 
 
 def test_too_few_columns_for_the_task(tmp_path):
