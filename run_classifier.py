@@ -76,4 +76,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "task_name", "vocab_file", "output_dir"])
-  cli.run(main)
+  cli.run(main, interrupted_note=training_flags.interrupted_note)

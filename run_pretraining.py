@@ -42,4 +42,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
-  cli.run(main)
+  cli.run(main, interrupted_note=training_flags.interrupted_note)

@@ -65,4 +65,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["vocab_file", "output_dir"])
-  cli.run(main)
+  cli.run(main, interrupted_note=training_flags.interrupted_note)

@@ -256,15 +256,19 @@ def free_port():
     return s.getsockname()[1]
 
 
-def sigkill_after_first_checkpoint(process, output_dir, timeout):
-  """Waits for `output_dir/checkpoint`, then SIGKILLs `process`: a real kill, no clean-up."""
+def signal_after_first_checkpoint(process, output_dir, timeout, signum=signal.SIGKILL):
+  """Waits for `output_dir/checkpoint`, then sends `signum` (default: a real kill, no clean-up).
+
+  Returns what the process wrote to its pipes ((None, None) for those not piped).
+  """
   try:
     deadline = time.time() + timeout
     while not (output_dir / "checkpoint").exists():
       assert process.poll() is None, "the run ended before its first save"
       assert time.time() < deadline, "no checkpoint in time"
       time.sleep(0.01)
-    process.send_signal(signal.SIGKILL)
+    process.send_signal(signum)
+    return process.communicate(timeout=timeout)
   finally:
     process.kill()
     process.wait()

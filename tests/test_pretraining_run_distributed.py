@@ -11,6 +11,7 @@ import glob
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -25,7 +26,7 @@ import pretraining
 import run_pretraining
 from tests.helpers import (PRED, REPO, SEQ, checkpoint_weights, free_port,
                            make_pretraining_records, pretraining_config_file,
-                           sigkill_after_first_checkpoint, wait_for_success)
+                           signal_after_first_checkpoint, wait_for_success)
 from training import loop, summaries
 from training import strategy as strategy_lib
 
@@ -74,7 +75,7 @@ def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(tmp_path):
   assert "none*.tfrecord' matches no file" in missing.stderr
   process = subprocess.Popen(command(values), cwd=REPO, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-  sigkill_after_first_checkpoint(process, output_dir, TIMEOUT)
+  signal_after_first_checkpoint(process, output_dir, TIMEOUT)
   assert not (output_dir / f"model.ckpt-{steps}.index").exists(), "the run was not killed"
   resumed = subprocess.run(command(values), cwd=REPO, capture_output=True, text=True,
                            timeout=TIMEOUT, check=False)
@@ -91,6 +92,22 @@ def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(tmp_path):
   assert set(got) == set(want) and len(got) == 46
   for key in want:
     np.testing.assert_allclose(got[key], want[key], rtol=1e-4, atol=1e-6, err_msg=key)
+
+
+def test_ctrl_c_exits_130_naming_the_checkpoint_kept(tmp_path):
+  files, config_file, init = make_job(tmp_path)
+  output_dir = tmp_path / "run"
+  values = job_flags(",".join(files), config_file, init, output_dir, num_train_steps=100000,
+                     save_checkpoints_steps=10, iterations_per_loop=10, log_steps=10)
+  with open(tmp_path / "stderr.txt", "w", encoding="utf-8") as stderr:
+    process = subprocess.Popen(command(values), cwd=REPO, stdout=subprocess.DEVNULL,
+                               stderr=stderr)
+    signal_after_first_checkpoint(process, output_dir, TIMEOUT, signal.SIGINT)
+  log = (tmp_path / "stderr.txt").read_text(encoding="utf-8")
+  assert process.returncode == 130 and "Traceback" not in log, log[-3000:]
+  note = re.fullmatch(r"run_pretraining: interrupted; kept (\S+model\.ckpt-(\d+)): the same "
+                      r"command resumes from step \2", log.strip().splitlines()[-1])
+  assert note and note[1] == tf.train.latest_checkpoint(str(output_dir)), log[-1000:]
 
 
 def uniform_weight_records(files, path):

@@ -21,7 +21,7 @@ import tensorflow as tf
 import tf_keras
 
 from tests.helpers import (REPO, LossRecorder, free_port, model_weights,
-                           sigkill_after_first_checkpoint, toy_example, toy_trainer,
+                           signal_after_first_checkpoint, toy_example, toy_trainer,
                            wait_for_success)
 from training import evaluation
 from training import loop
@@ -70,7 +70,7 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
   process = subprocess.Popen(
       job_command(output_dir, tmp_path / 'killed.json', **flags), cwd=REPO,
       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  sigkill_after_first_checkpoint(process, output_dir, TIMEOUT)
+  signal_after_first_checkpoint(process, output_dir, TIMEOUT)
   assert not (tmp_path / 'killed.json').exists(), 'the run was not killed'
   result, log = run_job(output_dir, tmp_path / 'resumed.json', **flags)
   restored = re.search(r'Restored checkpoint \S+model.ckpt-(\d+) at step (\d+)',

@@ -24,6 +24,14 @@ def checkpoint_step(path):
   return int(match.group(1))
 
 
+def interrupted_note(output_dir):
+  """What a stopped run kept: the checkpoint in `output_dir` that the same command resumes."""
+  latest = tf.train.latest_checkpoint(output_dir) if output_dir else None
+  if latest is None:
+    return f"no checkpoint in {output_dir} yet: the same command starts over"
+  return (f"kept {latest}: the same command resumes from step {checkpoint_step(latest)}")
+
+
 class Checkpointer:
   """Saves `checkpoint` every so often and restores the latest one.
 

@@ -2,14 +2,16 @@
 
 A script calls `define_runtime_flags()` next to its own flags, then
 `flags.adopt_module_key_flags(training.flags)` so that `--help` lists them
-with the script's own, and builds its options with `options_from_flags`.
+with the script's own, and builds its options with `options_from_flags`;
+`cli.run(main, interrupted_note=training.flags.interrupted_note)` says on
+Ctrl-C which checkpoint in --output_dir was kept.
 """
 
 import dataclasses
 
 from absl import flags
 
-from training import optimizer, precision, runtime
+from training import checkpointing, optimizer, precision, runtime
 from training import strategy as strategy_lib
 
 
@@ -58,3 +60,8 @@ def options_from_flags(options_class, flag_values=flags.FLAGS, **overrides):
   values = {f.name: getattr(flag_values, f.name) for f in dataclasses.fields(options_class)
             if f.name not in overrides}
   return options_class(**values, **overrides)
+
+
+def interrupted_note():
+  """`cli.run`'s Ctrl-C note for a trainer: the checkpoint in --output_dir a rerun resumes."""
+  return checkpointing.interrupted_note(flags.FLAGS.output_dir)
