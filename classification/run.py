@@ -10,6 +10,7 @@ precision, XLA, kernels, accumulation, checkpoints and resume in output_dir,
 weights from `init_checkpoint` in any format `modeling.load_checkpoint` reads.
 """
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -241,7 +242,9 @@ class ClassifierRun:
 
 def run_classifier(options):
   """Runs `options` (a ClassifierOptions); returns the steps' results."""
-  return ClassifierRun(options).run()
+  job = ClassifierRun(options)
+  with contextlib.closing(job.runner):
+    return job.run()
 
 
 def _file_digest(path):

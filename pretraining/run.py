@@ -11,6 +11,7 @@ Layout of `output_dir` (one story for every consumer):
   eval_results.txt                  Google's eval keys (do_eval).
 """
 
+import contextlib
 import dataclasses
 import os
 from typing import Optional
@@ -78,20 +79,21 @@ def run(options):
   files, configs, checkpoints, a non-finite loss).
   """
   bert_config = modeling.BertConfig.from_json_file(options.bert_config_file)
-  runner = runner_lib.Runner(options, options.output_dir, options.init_checkpoint)
-  files = resolve_input_files(options.input_file)
-  inputs.check_records(files, options.max_seq_length, options.max_predictions_per_seq,
-                       bert_config)
-  logging.info("%d input file(s): %s%s", len(files), files[0], ", ..." if len(files) > 1 else "")
-  if runner.is_chief:
-    _save_config(bert_config, options.output_dir)
-  task = PretrainingTask(bert_config, files, options.max_seq_length,
-                         options.max_predictions_per_seq, kernels=options.kernels,
-                         seed=options.seed)
-  results = {}
-  if options.do_train:
-    results["train"] = runner.train(task, options.train_batch_size, options.num_train_steps,
-                                    options.learning_rate, options.num_warmup_steps)
-  if options.do_eval:
-    results["eval"] = runner.evaluate(task, options.eval_batch_size, options.max_eval_steps)
-  return results
+  with contextlib.closing(runner_lib.Runner(options, options.output_dir,
+                                            options.init_checkpoint)) as runner:
+    files = resolve_input_files(options.input_file)
+    inputs.check_records(files, options.max_seq_length, options.max_predictions_per_seq,
+                         bert_config)
+    logging.info("%d input file(s): %s%s", len(files), files[0], ", ..." if len(files) > 1 else "")
+    if runner.is_chief:
+      _save_config(bert_config, options.output_dir)
+    task = PretrainingTask(bert_config, files, options.max_seq_length,
+                           options.max_predictions_per_seq, kernels=options.kernels,
+                           seed=options.seed)
+    results = {}
+    if options.do_train:
+      results["train"] = runner.train(task, options.train_batch_size, options.num_train_steps,
+                                      options.learning_rate, options.num_warmup_steps)
+    if options.do_eval:
+      results["eval"] = runner.evaluate(task, options.eval_batch_size, options.max_eval_steps)
+    return results

@@ -14,6 +14,7 @@ with the tuned threshold when there is one). The task (`squad.task`) runs on
 `training.runner.Runner`.
 """
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -261,4 +262,6 @@ class SquadRun:
 
 def run_squad(options):
   """Runs `options` (a SquadOptions); returns the steps' results."""
-  return SquadRun(options).run()
+  job = SquadRun(options)
+  with contextlib.closing(job.runner):
+    return job.run()

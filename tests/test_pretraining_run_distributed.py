@@ -12,8 +12,10 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import time
 
 from absl import app, flags
 import numpy as np
@@ -94,7 +96,7 @@ def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(tmp_path):
     np.testing.assert_allclose(got[key], want[key], rtol=1e-4, atol=1e-6, err_msg=key)
 
 
-def test_ctrl_c_exits_130_naming_the_checkpoint_kept(tmp_path):
+def test_a_second_run_on_the_output_dir_is_refused_and_ctrl_c_names_the_checkpoint(tmp_path):
   files, config_file, init = make_job(tmp_path)
   output_dir = tmp_path / "run"
   values = job_flags(",".join(files), config_file, init, output_dir, num_train_steps=100000,
@@ -102,12 +104,25 @@ def test_ctrl_c_exits_130_naming_the_checkpoint_kept(tmp_path):
   with open(tmp_path / "stderr.txt", "w", encoding="utf-8") as stderr:
     process = subprocess.Popen(command(values), cwd=REPO, stdout=subprocess.DEVNULL,
                                stderr=stderr)
-    signal_after_first_checkpoint(process, output_dir, TIMEOUT, signal.SIGINT)
+    try:
+      deadline = time.time() + TIMEOUT
+      while not (output_dir / ".run.lock").exists():
+        assert process.poll() is None and time.time() < deadline, "no lock taken"
+        time.sleep(0.01)
+      second = subprocess.run(command(values), cwd=REPO, capture_output=True, text=True,
+                              timeout=TIMEOUT, check=False)
+    finally:
+      signal_after_first_checkpoint(process, output_dir, TIMEOUT, signal.SIGINT)
+  assert second.returncode == 1 and second.stderr.strip().splitlines()[-1] == (
+      f"run_pretraining: error: --output_dir {output_dir} is in use by process {process.pid} "
+      f"on {socket.gethostname()} (lock file {output_dir / '.run.lock'}): wait for it to end "
+      "or use another output_dir")
   log = (tmp_path / "stderr.txt").read_text(encoding="utf-8")
   assert process.returncode == 130 and "Traceback" not in log, log[-3000:]
   note = re.fullmatch(r"run_pretraining: interrupted; kept (\S+model\.ckpt-(\d+)): the same "
                       r"command resumes from step \2", log.strip().splitlines()[-1])
   assert note and note[1] == tf.train.latest_checkpoint(str(output_dir)), log[-1000:]
+  assert not (output_dir / ".run.lock").exists()
 
 
 def uniform_weight_records(files, path):

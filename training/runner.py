@@ -3,7 +3,8 @@
 It owns, for every trainer alike: the strategy (built before any other
 TensorFlow work, as multi-worker collectives require), the seed, output_dir,
 training with resume (`training.loop.Trainer`), the which-weights policy for
-evaluation and prediction, and `eval_results.txt`.
+evaluation and prediction, `eval_results.txt`, and the lock that keeps a
+second process out of output_dir until `close()`.
 """
 
 import os
@@ -13,7 +14,7 @@ import tensorflow as tf
 import tf_keras
 
 from cli import FlagError
-from training import checkpointing, evaluation, loop, optimizer, precision
+from training import checkpointing, evaluation, loop, optimizer, output_lock, precision
 from training import strategy as strategy_lib
 from training import task as task_lib
 
@@ -43,8 +44,15 @@ class Runner:
     if options.seed is not None:
       tf_keras.utils.set_random_seed(options.seed)
     tf.io.gfile.makedirs(self.output_dir)
+    # One run per output_dir (training.output_lock); `close()` lets go.
+    self._lock = output_lock.OutputDirLock(self.output_dir) if self.is_chief else None
     self.model = None
     self.global_step = None
+
+  def close(self):
+    """Ends the run: releases output_dir's lock."""
+    if self._lock is not None:
+      self._lock.release()
 
   @property
   def is_chief(self):
