@@ -25,6 +25,8 @@ import numpy as np
 import torch
 import transformers
 
+import hf_training
+
 
 def read_questions(path):
   """[(id, question, context, first answer's (text, start) or None)] of a SQuAD file."""
@@ -118,34 +120,10 @@ def main():
   num_windows = len(train_inputs["input_ids"])
 
   num_steps = int(len(train) / args.train_batch_size * args.num_train_epochs)
-  decay = [p for n, p in model.named_parameters() if not ("bias" in n or "LayerNorm" in n)]
-  no_decay = [p for n, p in model.named_parameters() if "bias" in n or "LayerNorm" in n]
-  optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                                 {"params": no_decay, "weight_decay": 0.0}],
-                                lr=args.learning_rate, betas=(0.9, 0.999), eps=1e-6)
-  scheduler = transformers.get_linear_schedule_with_warmup(
-      optimizer, int(num_steps * args.warmup_proportion), num_steps)
-  generator = torch.Generator().manual_seed(args.seed)
-  order = []
-  model.train()
-  start = time.time()
-  for step in range(num_steps):
-    if len(order) < args.train_batch_size:  # a new epoch (random order), as a repeated dataset
-      order += torch.randperm(num_windows, generator=generator).tolist()
-    batch, order = order[:args.train_batch_size], order[args.train_batch_size:]
-    out = model(**{k: v[batch] for k, v in train_inputs.items()})
-    out.loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
-    scheduler.step()
-    optimizer.zero_grad()
-    if (step + 1) % args.log_steps == 0 or step + 1 == num_steps:
-      rate = (step + 1) * args.train_batch_size / (time.time() - start)
-      print(f"step {step + 1}/{num_steps}: loss = {out.loss.item():.4f}, "
-            f"examples_per_second = {rate:.1f}", flush=True)
-  train_seconds = time.time() - start
+  train_seconds = hf_training.train_like_google(
+      model, train_inputs, num_steps, args.train_batch_size, args.learning_rate,
+      args.warmup_proportion, args.seed, args.log_steps)
 
-  model.eval()
   predict = read_questions(args.predict_file)
   predict_inputs, owners = features(tokenizer, predict, args.max_seq_length, args.doc_stride,
                                     False)

@@ -1,0 +1,45 @@
+"""The PyTorch peers' fine-tuning loop: Google's recipe on a HuggingFace model.
+
+AdamW with Google's settings (betas 0.9/0.999, epsilon 1e-6, weight decay 0.01
+except biases and LayerNorm), linear warmup over warmup_proportion of the
+steps then linear decay to 0, gradient clipping to global norm 1.0, and a new
+random order of the examples every epoch, as a repeated shuffled dataset.
+"""
+
+import time
+
+import torch
+import transformers
+
+
+def train_like_google(model, inputs, num_steps, batch_size, learning_rate, warmup_proportion,
+                      seed, log_steps):
+  """Trains `model` on `inputs` ({name: tensor [N, ...]}, labels included); returns seconds."""
+  decay = [p for n, p in model.named_parameters() if not ("bias" in n or "LayerNorm" in n)]
+  no_decay = [p for n, p in model.named_parameters() if "bias" in n or "LayerNorm" in n]
+  optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                                 {"params": no_decay, "weight_decay": 0.0}],
+                                lr=learning_rate, betas=(0.9, 0.999), eps=1e-6)
+  scheduler = transformers.get_linear_schedule_with_warmup(
+      optimizer, int(num_steps * warmup_proportion), num_steps)
+  num_examples = len(next(iter(inputs.values())))
+  generator = torch.Generator().manual_seed(seed)
+  order = []
+  model.train()
+  start = time.time()
+  for step in range(num_steps):
+    if len(order) < batch_size:  # a new epoch
+      order += torch.randperm(num_examples, generator=generator).tolist()
+    batch, order = order[:batch_size], order[batch_size:]
+    out = model(**{k: v[batch] for k, v in inputs.items()})
+    out.loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()
+    if (step + 1) % log_steps == 0 or step + 1 == num_steps:
+      rate = (step + 1) * batch_size / (time.time() - start)
+      print(f"step {step + 1}/{num_steps}: loss = {out.loss.item():.4f}, "
+            f"examples_per_second = {rate:.1f}", flush=True)
+  model.eval()
+  return time.time() - start
