@@ -3,12 +3,16 @@
 Readers see the old file or the complete new one, never a half-written one;
 on any exception (Ctrl-C included) the temporary is deleted. The temporary is
 `.<name>.tmp-<pid>` in the target's directory (a rename does not cross file
-systems), and is created as any file is, so its mode follows the umask.
+systems), and is created as any file is, so its mode follows the umask. A
+process killed mid-write (SIGKILL) cannot delete its temporary: the next
+write of the same local target removes those of processes no longer running.
 """
 
 import contextlib
 import os
 import posixpath
+
+from absl import logging
 
 from fileio import filesystem
 
@@ -17,6 +21,35 @@ def temporary_path(path, kind="tmp"):
   """The hidden name `.<name>.<kind>-<pid>` beside `path`."""
   head, name = posixpath.split(os.fspath(path).rstrip("/"))
   return posixpath.join(head, f".{name}.{kind}-{os.getpid()}")
+
+
+def process_is_running(pid):
+  """Whether a process `pid` runs on this host (another user's included)."""
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    return True
+  return True
+
+
+def remove_stale_temporaries(path):
+  """Deletes the temporaries of `path` (local) left by processes that no longer run."""
+  if not filesystem.is_local(path):
+    return
+  head, name = posixpath.split(os.fspath(path).rstrip("/"))
+  prefix = f".{name}.tmp-"
+  try:
+    entries = os.listdir(head or ".")
+  except FileNotFoundError:
+    return
+  for entry in entries:
+    pid = entry[len(prefix):]
+    if entry.startswith(prefix) and pid.isdigit() and not process_is_running(int(pid)):
+      logging.warning("Removing %s, left by process %s, which no longer runs",
+                      posixpath.join(head, entry), pid)
+      filesystem.delete(posixpath.join(head, entry))
 
 
 class AtomicFile:
@@ -33,6 +66,7 @@ class AtomicFile:
     parent = posixpath.dirname(self.path)
     if parent:
       filesystem.makedirs(parent)
+    remove_stale_temporaries(self.path)
     self.file = filesystem.open_file(self.temp_path, mode)
 
   def commit(self):
@@ -78,6 +112,7 @@ def atomic_directory(path):
   path = os.fspath(path).rstrip("/")
   temp = temporary_path(path)
   filesystem.delete(temp)  # left by a crashed process that had our pid
+  remove_stale_temporaries(path)
   filesystem.makedirs(temp)
   try:
     yield temp

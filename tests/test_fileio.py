@@ -132,6 +132,27 @@ def test_failed_directory_move_puts_the_old_one_back(tmp_path, monkeypatch):
   assert os.listdir(target) == ["v1"] and os.listdir(tmp_path) == ["export"]
 
 
+def test_temporaries_of_killed_processes_are_removed_by_the_next_write(tmp_path):
+  dead = subprocess.Popen([sys.executable, "-c", "pass"])
+  dead.wait()
+  live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+  try:
+    for pid in (dead.pid, live.pid):
+      (tmp_path / f".out.txt.tmp-{pid}").write_text("half")
+      (tmp_path / f".export.tmp-{pid}").mkdir()
+    (tmp_path / f".other.txt.tmp-{dead.pid}").write_text("another target's")
+    (tmp_path / f".export.old-{dead.pid}").mkdir()  # the previous export mid-swap: kept
+    atomic_write_text(tmp_path / "out.txt", "done")
+    with atomic_directory(tmp_path / "export"):
+      pass
+    assert sorted(os.listdir(tmp_path)) == sorted([
+        "out.txt", "export", f".out.txt.tmp-{live.pid}", f".export.tmp-{live.pid}",
+        f".other.txt.tmp-{dead.pid}", f".export.old-{dead.pid}"])
+  finally:
+    live.kill()
+    live.wait()
+
+
 def test_frame_record_is_read_by_tensorflow(root):
   path = f"{root}/framed.tfrecord"
   with atomic_output(path, "wb") as f:

@@ -14,6 +14,7 @@ import socket
 from absl import logging
 
 from cli import FlagError
+from fileio.atomic import process_is_running
 from fileio.filesystem import is_local
 
 LOCK_NAME = ".run.lock"
@@ -21,16 +22,6 @@ LOCK_NAME = ".run.lock"
 
 class OutputDirInUseError(FlagError):
   """Another live process is running in the same --output_dir."""
-
-
-def _alive(pid):
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  except PermissionError:  # another user's process
-    return True
-  return True
 
 
 class OutputDirLock:
@@ -51,7 +42,7 @@ class OutputDirLock:
         holder = self._holder()
         if holder == me:
           return  # an earlier Runner of this process holds it
-        if holder is None or holder[1] != me[1] or _alive(holder[0]):
+        if holder is None or holder[1] != me[1] or process_is_running(holder[0]):
           who = (f"process {holder[0]} on {holder[1]}" if holder else
                  "another process (the lock file names none: delete it if no run is going on)")
           raise OutputDirInUseError(
