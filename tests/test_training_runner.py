@@ -98,7 +98,7 @@ def test_evaluation_weights_policy(records, tmp_path):
 @pytest.mark.parametrize("name, value, message", [
     ("dtype", "float16", "--dtype must be one of float32, mixed_float16, mixed_bfloat16"),
     ("kernels", "cuda", "--kernels must be one of fused, keras, got 'cuda'"),
-    ("optimizer", "sgd", "--optimizer must be one of adamw, lamb"),
+    ("optimizer", "sgd", "--optimizer must be one of adamw, adamw_corrected, lamb"),
     ("distribution_strategy", "all", "--distribution_strategy must be one of one_device"),
     ("gradient_accumulation_steps", 0, "--gradient_accumulation_steps must be positive, got 0"),
     ("keep_checkpoint_max", -1, "--keep_checkpoint_max must be positive, got -1"),
