@@ -12,9 +12,7 @@ Run in its own process (it imports torch); a dev-only benchmark peer.
 import argparse
 import csv
 import json
-import random
 
-import numpy as np
 import torch
 import transformers
 
@@ -57,11 +55,7 @@ def main():
   parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
   args = parser.parse_args()
 
-  if args.threads:
-    torch.set_num_threads(args.threads)
-  random.seed(args.seed)
-  np.random.seed(args.seed)
-  torch.manual_seed(args.seed)
+  hf_training.set_up(args.threads, args.seed)
   train = read_tsv(f"{args.data_dir}/train.tsv", args.task, args.train_limit)
   dev = read_tsv(f"{args.data_dir}/dev.tsv", args.task)
   tokenizer = transformers.BertTokenizerFast(f"{args.model_dir}/vocab.txt", do_lower_case=True)

@@ -6,10 +6,21 @@ steps then linear decay to 0, gradient clipping to global norm 1.0, and a new
 random order of the examples every epoch, as a repeated shuffled dataset.
 """
 
+import random
 import time
 
+import numpy as np
 import torch
 import transformers
+
+
+def set_up(threads, seed):
+  """torch's thread count (0: its default) and every random seed the peers draw from."""
+  if threads:
+    torch.set_num_threads(threads)
+  random.seed(seed)
+  np.random.seed(seed)
+  torch.manual_seed(seed)
 
 
 def train_like_google(model, inputs, num_steps, batch_size, learning_rate, warmup_proportion,

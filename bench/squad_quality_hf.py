@@ -18,7 +18,6 @@ Run in its own process (it imports torch); a dev-only benchmark peer.
 import argparse
 import json
 import os
-import random
 import time
 
 import numpy as np
@@ -108,11 +107,7 @@ def main():
   parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
   args = parser.parse_args()
 
-  if args.threads:
-    torch.set_num_threads(args.threads)
-  random.seed(args.seed)
-  np.random.seed(args.seed)
-  torch.manual_seed(args.seed)
+  hf_training.set_up(args.threads, args.seed)
   tokenizer = transformers.BertTokenizerFast(f"{args.model_dir}/vocab.txt", do_lower_case=True)
   model = transformers.BertForQuestionAnswering.from_pretrained(args.model_dir)
   train = read_questions(args.train_file)
