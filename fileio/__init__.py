@@ -15,6 +15,7 @@ from fileio.tfrecord import count_records, example_record, frame_record
 
 __all__ = [
     "AtomicFile", "InputError", "atomic_directory", "atomic_output", "atomic_write_text",
-    "check_export_dir", "count_records", "example_record", "exists", "file_size", "frame_record", "isdir",
-    "isfile", "missing_file", "open_file", "read_json", "resolve_input_files",
+    "check_export_dir", "count_records", "example_record", "exists", "file_size",
+    "frame_record", "isdir", "isfile", "missing_file", "open_file", "read_json",
+    "resolve_input_files",
 ]

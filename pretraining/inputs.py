@@ -28,7 +28,7 @@ def _first_example(path):
 
 
 def check_records(files, max_seq_length, max_predictions_per_seq, bert_config):
-  """Checks every record's framing and the first record's features; returns the record count.
+  """Checks every record's framing and the first record's features.
 
   Catches, before any training, damaged or cut files (which TensorFlow's reader
   would read to the damage, or take for their end), files that are not
@@ -73,4 +73,3 @@ def check_records(files, max_seq_length, max_predictions_per_seq, bert_config):
   logging.info("Checked %d input file(s): %d records (%.1f MB), every CRC read, in %.1f s",
                len(files), count, sum(file_size(path) for path in files) / 1e6,
                time.perf_counter() - start)
-  return count
