@@ -15,35 +15,38 @@ from fileio import filesystem
 _SAVED_MODEL_FILES = ("saved_model.pb", "variables")
 
 
-def check_export_dir(export_dir, output_dir, overwrite, markers, script):
+def check_export_dir(export_dir, output_dir, overwrite, markers, script, flag="--export_dir"):
   """Refuses, before any work, an export_dir whose replacement would delete what the user owns.
 
   Args:
-    export_dir, output_dir: the flags' paths (local or TensorFlow file-system URLs).
+    export_dir, output_dir: the flags' paths (local or TensorFlow file-system
+      URLs); output_dir None for a script that has none.
     overwrite: --overwrite_export.
     markers: paths relative to export_dir that, beside saved_model.pb and
       variables/, mark a SavedModel written by `script`.
     script: the exporting script's name, for the message.
+    flag: the export directory's flag, for the message.
 
   Raises:
     FlagError naming the directory.
   """
   def resolved(path):
     return os.path.realpath(path) if filesystem.is_local(path) else path.rstrip("/")
-  export, output = resolved(os.fspath(export_dir)), resolved(os.fspath(output_dir))
-  if export == output or export.startswith(output + "/") or output.startswith(export + "/"):
-    raise FlagError(f"--export_dir {export_dir!r} overlaps --output_dir {output_dir!r}: "
-                    "writing the export would delete the run's checkpoints and results")
+  if output_dir is not None:
+    export, output = resolved(os.fspath(export_dir)), resolved(os.fspath(output_dir))
+    if export == output or export.startswith(output + "/") or output.startswith(export + "/"):
+      raise FlagError(f"{flag} {export_dir!r} overlaps --output_dir {output_dir!r}: "
+                      "writing the export would delete the run's checkpoints and results")
   if not filesystem.exists(export_dir):
     return
   if not filesystem.isdir(export_dir):
-    raise FlagError(f"--export_dir {export_dir!r} is a file, not a directory")
+    raise FlagError(f"{flag} {export_dir!r} is a file, not a directory")
   if not filesystem.listdir(export_dir):
     return
   if not all(filesystem.exists(os.path.join(export_dir, marker))
              for marker in _SAVED_MODEL_FILES + tuple(markers)):
-    raise FlagError(f"--export_dir {export_dir!r} exists and is not a SavedModel written by "
+    raise FlagError(f"{flag} {export_dir!r} exists and is not a SavedModel written by "
                     f"{script}: nothing was touched; choose a new or empty directory")
   if not overwrite:
-    raise FlagError(f"--export_dir {export_dir!r} holds a SavedModel: pass --overwrite_export "
+    raise FlagError(f"{flag} {export_dir!r} holds a SavedModel: pass --overwrite_export "
                     "to replace it")

@@ -142,6 +142,8 @@ class InGraphTokenizer(tf.Module):
       if token not in ids:
         raise VocabError(f"vocab file {vocab_file!r} has no {token} token")
     self.do_lower_case = do_lower_case
+    self.vocab_size = len(vocab)
+    self.mask_id = ids.get("[MASK]")  # None: the vocab has no [MASK]
     self.cls_id = ids["[CLS]"]
     self.sep_id = ids["[SEP]"]
     self.unk_id = ids["[UNK]"]
@@ -169,6 +171,22 @@ class InGraphTokenizer(tf.Module):
     texts = self.normalize(texts)
     ids, starts, ends = self._wordpiece.tokenize_with_offsets(texts)
     return self._unk_long_words(texts, ids, starts, ends)[0]
+
+  def tokenize_words(self, texts):
+    """The ids of `tokenize` grouped by word: int32 [batch, (words), (pieces)].
+
+    A word is what Google's BasicTokenizer splits (whitespace, punctuation,
+    CJK ideographs): its pieces are one piece that is not a "##" continuation
+    and the continuations after it. This is the shape TF Hub's `tokenize` gives.
+    """
+    ids = self.tokenize(texts)  # [batch, (pieces)]
+    starts = tf.logical_or(tf.logical_not(tf.gather(self._is_suffix, ids.flat_values)),
+                           tf.ragged.range(ids.row_lengths()).flat_values == 0)
+    words = tf.RaggedTensor.from_value_rowids(  # [all words, (pieces)]
+        ids.flat_values, tf.cumsum(tf.cast(starts, tf.int64)) - 1,
+        nrows=tf.reduce_sum(tf.cast(starts, tf.int64)))
+    words_per_row = tf.reduce_sum(tf.cast(ids.with_flat_values(starts), tf.int64), axis=1)
+    return tf.RaggedTensor.from_row_lengths(words, words_per_row)
 
   def tokenize_with_offsets(self, texts):
     """The ids of `tokenize` and the characters of `texts` each piece comes from.
@@ -269,13 +287,23 @@ def truncated_lengths(len_a, len_b, budget):
 
 
 def pack(ids_a, ids_b, max_seq_length, cls_id, sep_id):
-  """See `InGraphTokenizer.pack`; `cls_id` and `sep_id` are the vocab's [CLS] and [SEP] ids."""
+  """See `InGraphTokenizer.pack`; `cls_id` and `sep_id` are the vocab's [CLS] and [SEP] ids.
+
+  max_seq_length may also be a scalar int tensor (TF Hub's `bert_pack_inputs`
+  takes it at call time); the outputs are then [batch, max_seq_length] with
+  the length known only when the graph runs.
+  """
   min_length = 2 if ids_b is None else 3
-  if max_seq_length < min_length:
+  if isinstance(max_seq_length, int) and max_seq_length < min_length:
     raise ValueError(f"max_seq_length must be at least {min_length} to hold [CLS] and [SEP], "
                      f"got {max_seq_length}")
   ids_a = tf.cast(ids_a, tf.int32)
   batch = ids_a.nrows()
+  if isinstance(max_seq_length, int):
+    shape = [None, max_seq_length]
+  else:
+    max_seq_length = tf.cast(max_seq_length, batch.dtype)
+    shape = tf.stack([batch, max_seq_length])
   if ids_b is None:
     ids_b = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32),
                                              tf.zeros([batch], ids_a.row_splits.dtype))
@@ -292,7 +320,6 @@ def pack(ids_a, ids_b, max_seq_length, cls_id, sep_id):
   input_ids = tf.concat([cls, ids_a, sep, ids_b, sep_b], axis=1)  # [batch, (<= max_seq_length)]
   segment_ids = tf.concat([tf.zeros_like(cls), tf.zeros_like(ids_a), tf.zeros_like(sep),
                            tf.ones_like(ids_b), tf.ones_like(sep_b)], axis=1)
-  shape = [None, max_seq_length]
   return {
       "input_ids": input_ids.to_tensor(0, shape=shape),
       "input_mask": tf.ones_like(input_ids).to_tensor(0, shape=shape),
