@@ -41,6 +41,9 @@ flags.DEFINE_float("chunk_mb", 16.0,
 flags.DEFINE_bool("overwrite", False, "Replace existing output files.")
 flags.DEFINE_bool("strict", False,
                   "Fail on a line that is not valid UTF-8 instead of skipping it.")
+flags.DEFINE_bool("dynamic_masking", False,
+                  "Write unmasked instances (no masked_lm_* features); run_pretraining.py then "
+                  "masks them anew at each epoch (RoBERTa's dynamic masking).")
 
 FLAGS = flags.FLAGS
 

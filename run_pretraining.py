@@ -31,6 +31,12 @@ flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
 flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps.")
 flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
+flags.DEFINE_string("vocab_file", None,
+                    "Records written with --dynamic_masking: the vocabulary they were made with.")
+flags.DEFINE_float("masked_lm_prob", 0.15,
+                   "Records written with --dynamic_masking: the share of tokens to mask.")
+flags.DEFINE_bool("do_whole_word_mask", False,
+                  "Records written with --dynamic_masking: mask whole words.")
 training_flags.define_runtime_flags()
 flags.adopt_module_key_flags(training_flags)
 

@@ -28,21 +28,30 @@ def _first_example(path):
 
 
 def check_records(files, max_seq_length, max_predictions_per_seq, bert_config):
-  """Checks every record's framing and the first record's features.
+  """Checks every record's framing and the first record's features; returns `dynamic`.
 
   Catches, before any training, damaged or cut files (which TensorFlow's reader
   would read to the damage, or take for their end), files that are not
   pre-training records, the wrong `max_seq_length` / `max_predictions_per_seq`,
   and ids the model's embeddings cannot hold. Errors name the file and what differs.
+  dynamic: the records have no masked-LM features (create_pretraining_data.py
+  --dynamic_masking); the first file decides and every file must agree.
   """
   bert_config.check_seq_length(max_seq_length)
-  lengths = features_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
+  dynamic = None
   flag_of = {"seq": "max_seq_length", "pred": "max_predictions_per_seq", 1: None}
   for path in files:
     example = _first_example(path)
     feature_map = example.features.feature
+    if dynamic is None:
+      dynamic = features_lib.MASK_FEATURES[0] not in feature_map
+      lengths = features_lib.feature_lengths(max_seq_length, max_predictions_per_seq, dynamic)
+    elif dynamic == (features_lib.MASK_FEATURES[0] in feature_map):
+      raise InputError(f"{path}: {'has' if dynamic else 'lacks'} masked-LM features but "
+                       f"{files[0]} {'lacks' if dynamic else 'has'} them: do not mix records "
+                       "written with and without --dynamic_masking")
     problems = []
-    for name, kind, length_key in features_lib.FEATURES:
+    for name, kind, length_key in features_lib.features(dynamic):
       if name not in feature_map:
         problems.append(f"feature {name!r} is missing")
         continue
@@ -57,10 +66,11 @@ def check_records(files, max_seq_length, max_predictions_per_seq, bert_config):
                         f"{lengths[name]}{hint}")
     if not problems:
       ids = feature_map["input_ids"].int64_list.value
-      lm_ids = feature_map["masked_lm_ids"].int64_list.value
+      lm_ids = [] if dynamic else feature_map["masked_lm_ids"].int64_list.value
       segments = feature_map["segment_ids"].int64_list.value
-      if max(ids) >= bert_config.vocab_size or max(lm_ids) >= bert_config.vocab_size:
-        problems.append(f"token id {max(max(ids), max(lm_ids))} >= the model's vocab_size "
+      top = max(max(ids), max(lm_ids, default=0))
+      if top >= bert_config.vocab_size:
+        problems.append(f"token id {top} >= the model's vocab_size "
                         f"{bert_config.vocab_size} (another vocabulary?)")
       if max(segments) >= bert_config.type_vocab_size:
         problems.append(f"segment id {max(segments)} >= the model's type_vocab_size "
@@ -73,3 +83,4 @@ def check_records(files, max_seq_length, max_predictions_per_seq, bert_config):
   logging.info("Checked %d input file(s): %d records (%.1f MB), every CRC read, in %.1f s",
                len(files), count, sum(file_size(path) for path in files) / 1e6,
                time.perf_counter() - start)
+  return dynamic

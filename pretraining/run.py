@@ -23,9 +23,10 @@ from cli import FlagError
 from fileio import atomic_write_text, resolve_input_files
 import modeling
 from modeling.checkpoints.auto import GOOGLE_CONFIG_NAME
-from pretraining import inputs
+from pretraining import dynamic_masking, inputs
 from pretraining.task import PretrainingTask
 from training import runner as runner_lib
+import tokenization
 from training import runtime
 
 
@@ -46,6 +47,10 @@ class PretrainingOptions(runtime.RuntimeOptions):
   num_train_steps: int = 100000
   num_warmup_steps: int = 10000
   max_eval_steps: int = 100
+  # Dynamic-masking records only (create_pretraining_data.py --dynamic_masking).
+  vocab_file: Optional[str] = None
+  masked_lm_prob: float = 0.15
+  do_whole_word_mask: bool = False
 
   def __post_init__(self):
     super().__post_init__()
@@ -56,6 +61,8 @@ class PretrainingOptions(runtime.RuntimeOptions):
       runtime.check_positive(name, getattr(self, name))
     if self.num_warmup_steps < 0:
       raise FlagError(f"--num_warmup_steps must be >= 0, got {self.num_warmup_steps}")
+    if not 0.0 < self.masked_lm_prob <= 1.0:
+      raise FlagError(f"--masked_lm_prob must be in (0, 1], got {self.masked_lm_prob}")
     if self.max_predictions_per_seq > self.max_seq_length:
       raise FlagError(f"--max_predictions_per_seq {self.max_predictions_per_seq} exceeds "
                       f"--max_seq_length {self.max_seq_length}")
@@ -72,6 +79,19 @@ def _save_config(bert_config, output_dir):
   atomic_write_text(path, bert_config.to_json_string())
 
 
+def _masker(options, bert_config, first_file):
+  """The in-pipeline masker for records without masks (--dynamic_masking records)."""
+  if not options.vocab_file:
+    raise FlagError(f"{first_file} holds records written with --dynamic_masking: pass "
+                    "--vocab_file (the masks need its [MASK], [CLS] and [SEP] and its size)")
+  tokenization.FullTokenizer(options.vocab_file).check_vocab_size(
+      bert_config.vocab_size, options.bert_config_file)
+  logging.info("Dynamic masking: %s of the tokens%s, new masks at every epoch",
+               options.masked_lm_prob, ", whole words" if options.do_whole_word_mask else "")
+  return dynamic_masking.DynamicMasker(options.vocab_file, options.max_predictions_per_seq,
+                                       options.masked_lm_prob, options.do_whole_word_mask)
+
+
 def run(options):
   """Trains and/or evaluates as the options say; returns {'train': scalars, 'eval': results}.
 
@@ -82,14 +102,18 @@ def run(options):
   with contextlib.closing(runner_lib.Runner(options, options.output_dir,
                                             options.init_checkpoint)) as runner:
     files = resolve_input_files(options.input_file)
-    inputs.check_records(files, options.max_seq_length, options.max_predictions_per_seq,
-                         bert_config)
+    dynamic = inputs.check_records(files, options.max_seq_length,
+                                   options.max_predictions_per_seq, bert_config)
     logging.info("%d input file(s): %s%s", len(files), files[0], ", ..." if len(files) > 1 else "")
+    masker = _masker(options, bert_config, files[0]) if dynamic else None
+    if not dynamic and (options.do_whole_word_mask or options.masked_lm_prob != 0.15):
+      raise FlagError(f"--do_whole_word_mask and --masked_lm_prob apply to records written with "
+                      f"--dynamic_masking; {files[0]} holds masked records")
     if runner.is_chief:
       _save_config(bert_config, options.output_dir)
     task = PretrainingTask(bert_config, files, options.max_seq_length,
                            options.max_predictions_per_seq, kernels=options.kernels,
-                           seed=options.seed)
+                           seed=options.seed, masker=masker)
     results = {}
     if options.do_train:
       results["train"] = runner.train(task, options.train_batch_size, options.num_train_steps,

@@ -14,22 +14,28 @@ import tensorflow as tf
 import tf_keras
 
 import modeling
+from pretraining import dynamic_masking
 from pretraining_data import features as features_lib
 from training import inputs
 from training import task as task_lib
+
+# The masks' key without --seed (create_pretraining_data's default --random_seed).
+DYNAMIC_MASKING_SEED = 12345
 
 
 class PretrainingTask(modeling.BertCheckpointing, task_lib.Task):
   """Masked LM + next sentence on Google's pre-training TFRecords."""
 
   def __init__(self, bert_config, files, max_seq_length, max_predictions_per_seq,
-               kernels="fused", seed=None):
+               kernels="fused", seed=None, masker=None):
+    """masker: a `dynamic_masking.DynamicMasker` for records without masks, else None."""
     self.bert_config = bert_config
     self.files = files
     self.max_seq_length = max_seq_length
     self.max_predictions_per_seq = max_predictions_per_seq
     self.kernels = kernels
     self.seed = seed
+    self.masker = masker
 
   def build_model(self):
     """Encoder + masked-LM and next-sentence heads; the last layer runs at the masked slots only."""
@@ -40,9 +46,16 @@ class PretrainingTask(modeling.BertCheckpointing, task_lib.Task):
 
   def dataset_fn(self, mode, batch_size):
     # Evaluation drops the last partial batch, as Google's input_fn does.
-    return inputs.tfrecord_dataset_fn(
-        self.files, features_lib.feature_spec(self.max_seq_length, self.max_predictions_per_seq),
+    dynamic = self.masker is not None
+    dataset_fn = inputs.tfrecord_dataset_fn(
+        self.files, features_lib.feature_spec(self.max_seq_length, self.max_predictions_per_seq,
+                                              dynamic),
         mode, batch_size, seed=self.seed, drop_remainder=True)
+    if not dynamic:
+      return dataset_fn
+    # Evaluation masks alike at every run: a fixed key, whatever --seed.
+    seed = DYNAMIC_MASKING_SEED if self.seed is None or mode != task_lib.TRAIN else self.seed
+    return dynamic_masking.masked_dataset_fn(dataset_fn, self.masker, seed)
 
   def loss(self, features, outputs):
     """(total loss, metric updates) for one per-replica batch."""

@@ -64,6 +64,7 @@ class Config:
   chunk_mb: float = 16.0
   overwrite: bool = False
   strict: bool = False
+  dynamic_masking: bool = False
 
   def validate(self):
     """Raises FlagError for settings that cannot produce instances."""
@@ -140,16 +141,18 @@ class _Worker:
         chunk, doc_indices, c.max_seq_length, c.short_seq_prob,
         random.Random(int(rng.integers(1 << 63))))
     inputs = masking.build_inputs(chunk.ids, spans, c.max_seq_length, self.cls_id, self.sep_id)
+    stats = collections.Counter(
+        instances=len(spans.is_random_next), random_next=int(spans.is_random_next.sum()),
+        documents=len(doc_indices), short_target_documents=spans.short_target_docs)
+    if c.dynamic_masking:  # run_pretraining masks these at each epoch
+      return self.encoder.encode_batch(inputs.input_ids, inputs.lengths, inputs.a_lengths,
+                                       spans.is_random_next), stats
     masked = masking.mask_inputs(inputs, c.masked_lm_prob, c.max_predictions_per_seq,
                                  self.vocab_size, self.mask_id, self.is_continuation, rng)
-    records = self.encoder.encode_batch(masked, inputs.lengths, inputs.a_lengths,
-                                        spans.is_random_next)
-    stats = collections.Counter(
-        instances=len(records), random_next=int(spans.is_random_next.sum()),
-        documents=len(doc_indices), short_target_documents=spans.short_target_docs,
-        predictions=int(masked.num_predictions.sum()), masked=masked.num_masked,
-        random_token=masked.num_random, kept=masked.num_kept)
-    return records, stats
+    stats.update(predictions=int(masked.num_predictions.sum()), masked=masked.num_masked,
+                 random_token=masked.num_random, kept=masked.num_kept)
+    return self.encoder.encode_batch(masked.input_ids, inputs.lengths, inputs.a_lengths,
+                                     spans.is_random_next, masked), stats
 
 
 _WORKER = None
@@ -305,7 +308,8 @@ class Summary:
         f"{s['short_target_documents'] / max(s['documents'], 1):.1%} of documents",
         f"  masked positions: {s['predictions'] / n:.2f} per instance; [MASK] "
         f"{s['masked'] / p:.1%}, random token {s['random_token'] / p:.1%}, "
-        f"kept {s['kept'] / p:.1%}",
+        f"kept {s['kept'] / p:.1%}" if s["predictions"] else
+        "  masked positions: none (dynamic masking: run_pretraining.py masks at each epoch)",
     ]
 
 

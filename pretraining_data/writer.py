@@ -92,28 +92,36 @@ class ExampleEncoder:
     self._weights_head = self._head["masked_lm_weights"][4 * pred]
     self._labels = [self._head["next_sentence_labels"][1] + bytes([v]) for v in (0, 1)]
 
-  def encode_batch(self, masked, lengths, a_lengths, is_random_next):
-    """`masking.MaskedInputs` + per-instance lengths/labels -> list of framed TFRecords."""
+  def encode_batch(self, input_ids, lengths, a_lengths, is_random_next, masked=None):
+    """Instances -> list of framed TFRecords.
+
+    input_ids [n, L] (masked ones when `masked`, the `masking.MaskedInputs`,
+    is given); per-instance lengths, segment-A lengths and labels. Without
+    `masked` the records are dynamic-masking ones: no masked-LM features.
+    """
     seq, pred = self.max_seq_length, self.max_predictions_per_seq
-    ids, ids_off = varint_rows(masked.input_ids)
-    pos, pos_off = varint_rows(masked.positions)
-    lbl, lbl_off = varint_rows(masked.label_ids)
+    ids, ids_off = varint_rows(input_ids)
     h_ids = self._head["input_ids"]
-    h_pos = self._head["masked_lm_positions"]
-    h_lbl = self._head["masked_lm_ids"]
-    one, zero = _ONE_F32, _ZERO_F32
+    predictions = [b""] * len(lengths)
+    if masked is not None:
+      pos, pos_off = varint_rows(masked.positions)
+      lbl, lbl_off = varint_rows(masked.label_ids)
+      h_pos = self._head["masked_lm_positions"]
+      h_lbl = self._head["masked_lm_ids"]
+      predictions = [b"".join((
+          h_pos[pos_off[i + 1] - pos_off[i]], pos[pos_off[i]:pos_off[i + 1]],
+          h_lbl[lbl_off[i + 1] - lbl_off[i]], lbl[lbl_off[i]:lbl_off[i + 1]],
+          self._weights_head, _ONE_F32 * n_pred, _ZERO_F32 * (pred - n_pred)))
+          for i, n_pred in enumerate(masked.num_predictions.tolist())]
     records = []
-    rows = zip(lengths.tolist(), a_lengths.tolist(), masked.num_predictions.tolist(),
-               np.asarray(is_random_next).tolist())
-    for i, (n, a_len, n_pred, random_next) in enumerate(rows):
+    rows = zip(lengths.tolist(), a_lengths.tolist(), np.asarray(is_random_next).tolist())
+    for i, (n, a_len, random_next) in enumerate(rows):
       body = b"".join((
           h_ids[ids_off[i + 1] - ids_off[i]], ids[ids_off[i]:ids_off[i + 1]],
           self._mask_head, b"\x01" * n, b"\x00" * (seq - n),
           self._segment_head, b"\x00" * (a_len + 2), b"\x01" * (n - a_len - 2),
           b"\x00" * (seq - n),
-          h_pos[pos_off[i + 1] - pos_off[i]], pos[pos_off[i]:pos_off[i + 1]],
-          h_lbl[lbl_off[i + 1] - lbl_off[i]], lbl[lbl_off[i]:lbl_off[i + 1]],
-          self._weights_head, one * n_pred, zero * (pred - n_pred),
+          predictions[i],
           self._labels[random_next]))
       records.append(frame_record(_field(_TAG1, body)))
     return records

@@ -11,6 +11,7 @@ import pytest
 
 import tokenization
 from pretraining_data import features, instances, masking, pipeline, writer
+from tests.helpers import assert_googles_masking
 
 SEQ, PRED = 128, 20
 
@@ -72,8 +73,8 @@ def test_records_equal_protos_built_like_google(tokenizer):
   masked = masking.MaskedInputs(
       ids, np.array([[1, 4, 0]], np.int32), np.array([[2023, 16384, 0]], np.int32),
       np.array([2]), 1, 0, 1)
-  (record,) = writer.ExampleEncoder(10, 3).encode_batch(masked, np.array([6]), np.array([2]),
-                                                        np.array([1]))
+  (record,) = writer.ExampleEncoder(10, 3).encode_batch(ids, np.array([6]), np.array([2]),
+                                                        np.array([1]), masked)
   data = record[12:-4]
   assert len(record) == len(data) + 16
   int_feature = lambda v: feature_pb2.Feature(int64_list=feature_pb2.Int64List(value=v))
@@ -120,33 +121,10 @@ def test_input_layout(run_default):
 @pytest.mark.multiprocess
 def test_masking_statistics(run_default):
   summary, rec, _ = run_default
-  ids, pos, lbl, w = (rec[k] for k in ("input_ids", "masked_lm_positions", "masked_lm_ids",
-                                       "masked_lm_weights"))
-  n = rec["input_mask"].sum(1)
-  num_pred = (w > 0).sum(1)
-  # Exactly Google's count: min(max_predictions, max(1, round(n * 0.15))).
-  expected = np.minimum(PRED, np.maximum(1, np.array([round(x * 0.15) for x in n.tolist()])))
-  assert (num_pred == expected).all()
-  assert (w.sum(1) == num_pred).all() and set(np.unique(w)) <= {0.0, 1.0}
-  real = w > 0
-  assert (pos[~real] == 0).all() and (lbl[~real] == 0).all()
-  # Sorted, distinct, never [CLS] (0) or a [SEP].
-  p = np.where(real, pos, SEQ + np.arange(PRED))
-  assert (np.diff(p, axis=1) > 0).all()
-  at = np.take_along_axis(ids, pos, 1)
-  orig_at_sep = np.isin(lbl, [101, 102]) & real
-  assert not orig_at_sep.any() and (pos[real] > 0).all()
-  # 80% [MASK] / 10% random / 10% kept; tolerance 1.5 points on ~70k predictions.
-  total = real.sum()
-  masked = (at == 103) & real
-  kept = (at == lbl) & real & ~masked
-  assert abs(masked.sum() / total - 0.8) < 0.015
-  assert abs(kept.sum() / total - 0.1) < 0.015  # a random token equal to the original counts here
-  assert abs((total - masked.sum() - kept.sum()) / total - 0.1) < 0.015
-  # The masked share of real tokens is ~masked_lm_prob (rounding per instance).
-  assert abs(total / n.sum() - 0.15) < 0.01
+  assert_googles_masking(rec, PRED)
   s = summary.stats
-  assert s["masked"] + s["random_token"] + s["kept"] == s["predictions"] == total
+  assert s["masked"] + s["random_token"] + s["kept"] == s["predictions"] == (
+      rec["masked_lm_weights"] > 0).sum()
 
 
 @pytest.mark.multiprocess
