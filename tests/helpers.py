@@ -79,6 +79,29 @@ def make_pretraining_records(directory, dynamic_masking=False):
   return files
 
 
+def assert_whole_words_masked(tokens, chosen):
+  """Asserts each of Google's whole-word groups in `tokens` is masked all or not at all.
+
+  A group is a candidate (neither [CLS] nor [SEP]) and the "##" pieces after it,
+  even across the middle [SEP], as Google joins them. `chosen`: masked positions.
+  Returns how many multi-piece groups were masked.
+  """
+  groups = []
+  for j, token in enumerate(tokens):
+    if token in ("[CLS]", "[SEP]"):
+      continue
+    if groups and token.startswith("##"):
+      groups[-1].append(j)
+    else:
+      groups.append([j])
+  masked_words = 0
+  for group in groups:
+    hit = set(chosen).intersection(group)
+    assert not hit or hit == set(group), (tokens, group, chosen)
+    masked_words += len(group) > 1 and bool(hit)
+  return masked_words
+
+
 def assert_googles_masking(rec, max_predictions, special_ids=(101, 102), mask_id=103):
   """Google's masked-LM statistics on parsed records {feature: [N, ...] array}.
 

@@ -11,7 +11,7 @@ import pytest
 
 import tokenization
 from pretraining_data import features, instances, masking, pipeline, writer
-from tests.helpers import assert_googles_masking
+from tests.helpers import assert_googles_masking, assert_whole_words_masked
 
 SEQ, PRED = 128, 20
 
@@ -266,18 +266,7 @@ def test_whole_word_masking_masks_whole_words(tokenizer, shared_dir):
   for i in range(len(rows)):
     chosen = set(out.positions[i, :out.num_predictions[i]].tolist())
     toks = tokenizer.convert_ids_to_tokens(inputs.input_ids[i, :inputs.lengths[i]].tolist())
-    cand = [j for j, t in enumerate(toks) if t not in ("[CLS]", "[SEP]")]
-    # Google's groups: a "##" piece joins the previous candidate (even across the [SEP]).
-    groups = []
-    for j in cand:
-      if groups and toks[j].startswith("##"):
-        groups[-1].append(j)
-      else:
-        groups.append([j])
-    for g in groups:
-      hit = chosen.intersection(g)
-      assert not hit or hit == set(g), (toks, g, chosen)
-      checked += len(g) > 1 and bool(hit)
+    checked += assert_whole_words_masked(toks, chosen)
   assert checked > 200  # many multi-piece words were masked
   assert (out.label_ids[out.positions > 0] > 0).all()
 
