@@ -1,10 +1,15 @@
 """Shared test fixtures: where the read-only reference data lives."""
 
 import os
+import signal
 
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before helpers imports TensorFlow
+# A suite started in the background without job control (`cmd &` in a script) inherits an
+# ignored SIGINT, and so would every script the tests start: their Ctrl-C tests could not pass.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+  signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from tests.helpers import SHARED  # pylint: disable=wrong-import-position
 
