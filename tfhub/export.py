@@ -84,7 +84,6 @@ def export_saved_model(export_type, export_path, vocab_file, do_lower_case=None,
               overwrite)
   do_lower_case = resolve_do_lower_case(do_lower_case, vocab_file)
   tokenization.validate_case_matches_checkpoint(do_lower_case, model_checkpoint_path)
-  tokenization.load_vocab(vocab_file)  # a bad vocabulary is named before any work
   record = {"export_type": export_type, "vocab_file": os.fspath(vocab_file),
             "do_lower_case": do_lower_case}
   if export_type == "preprocessing":

@@ -68,7 +68,8 @@ class BertPackInputs(tf.Module):
     super().__init__(name="bert_pack_inputs")
     self.tokenizer = tokenizer
     self.default_seq_length = default_seq_length
-    # A SavedModel keeps only traced signatures: trace every input form TF Hub's accepts.
+    # A SavedModel keeps only traced signatures: trace every input form TF Hub's preprocessors
+    # accept.
     for ragged_rank in (1, 2):
       for num_segments in (1, 2):
         segments = [tf.RaggedTensorSpec([None] * (ragged_rank + 1), tf.int32)] * num_segments
