@@ -29,6 +29,11 @@ def per_example_loss(logits, labels, is_regression, kernels="fused"):
   return loss
 
 
+# Batches are cut to their longest row rounded up to this: at most
+# max_seq_length / 16 shapes (128 -> 8) for the kernels compiled per shape.
+TRIM_MULTIPLE = 16
+
+
 class ClassifierTask(modeling.BertCheckpointing, task_lib.Task):
   """The classifier on Google's [CLS] pooled output, over record files by mode."""
 
@@ -44,14 +49,14 @@ class ClassifierTask(modeling.BertCheckpointing, task_lib.Task):
     self.seed = seed
 
   def build_model(self):
-    return modeling.build_classifier(self.bert_config, self.num_labels,
-                                     seq_length=self.max_seq_length, kernels=self.kernels)
+    # Any sequence length: each batch comes cut to its longest row (dataset_fn).
+    return modeling.build_classifier(self.bert_config, self.num_labels, kernels=self.kernels)
 
   def dataset_fn(self, mode, batch_size):
     return inputs.tfrecord_dataset_fn(
         [self.record_files[mode]],
         tfrecords.feature_spec(self.max_seq_length, self.is_regression), mode, batch_size,
-        seed=self.seed)
+        seed=self.seed, trim=(TRIM_MULTIPLE, modeling.INPUT_NAMES))
 
   def loss(self, features, logits):
     labels = features["label_ids"]

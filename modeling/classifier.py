@@ -19,6 +19,9 @@ def build_classifier(config, num_labels, encoder=None, seq_length=None, dtype=No
   `classifier`, keeps Google's variables `output_weights` [num_labels, H] and
   `output_bias`; the encoder is the layer `bert`.
 
+  The encoder built here computes its last layer at [CLS] only (the pooler's
+  input), the same logits for a fraction of that layer's work.
+
   kernels: "fused" (our CPU-tuned layers) or "keras" (Keras' stock ones), for
   the output layer and the encoder built here (see `modeling.kernels`).
   """
@@ -26,7 +29,8 @@ def build_classifier(config, num_labels, encoder=None, seq_length=None, dtype=No
   if num_labels < 1:
     raise ValueError(f"num_labels must be >= 1, got {num_labels}")
   if encoder is None:
-    encoder = build_encoder(config, seq_length=seq_length, dtype=dtype, kernels=kernels)
+    encoder = build_encoder(config, seq_length=seq_length, dtype=dtype, pooled_output_only=True,
+                            kernels=kernels)
   inputs = encoder_inputs(seq_length)
   pooled = encoder(inputs)["pooled_output"]
   pooled = keras.layers.Dropout(dropout_rate, name="classifier_dropout", dtype=dtype)(pooled)

@@ -17,7 +17,7 @@ def encoder_inputs(seq_length=None):
 
 
 def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, name="bert",
-                  selected_outputs=False, kernels="fused"):
+                  selected_outputs=False, pooled_output_only=False, kernels="fused"):
   """Builds the encoder of Google's `modeling.BertModel`.
 
   Args:
@@ -45,9 +45,11 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
     `embeddings`, `layer_0`..`layer_{L-1}` and `pooler`.
   """
   check_kernels(kernels)
-  if selected_outputs and return_all_layers:
-    raise ValueError("selected_outputs computes the last layer at a few positions only; "
-                     "it cannot return all layers")
+  if (selected_outputs or pooled_output_only) and return_all_layers:
+    raise ValueError("selected_outputs and pooled_output_only compute the last layer at a few "
+                     "positions only; they cannot return all layers")
+  if selected_outputs and pooled_output_only:
+    raise ValueError("choose one of selected_outputs and pooled_output_only")
   init = config.initializer_range
   inputs = encoder_inputs(seq_length)
   last_positions = None
@@ -58,6 +60,10 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
     last_positions = keras.layers.Lambda(
         lambda p: tf.concat([tf.zeros_like(p[:, :1]), p], axis=1),
         name="first_and_output_positions")(inputs["output_positions"])
+  elif pooled_output_only:
+    # [B, 1], also for an empty batch whose sequence length is 0.
+    last_positions = keras.layers.Lambda(lambda ids: tf.zeros([tf.shape(ids)[0], 1], tf.int32),
+                                         name="first_position")(inputs["input_ids"])
   embeddings = BertEmbeddings(
       config.vocab_size, config.hidden_size, config.max_position_embeddings,
       config.type_vocab_size, config.hidden_dropout_prob, init, kernels, name="embeddings",
@@ -79,6 +85,8 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
   pooled = dense_layer(config.hidden_size, kernels, activation="tanh",
                        kernel_initializer=truncated_normal(init), name="pooler",
                        dtype=dtype)(first_token)
+  if pooled_output_only:
+    return keras.Model(inputs=inputs, outputs={"pooled_output": pooled}, name=name)
   if last_positions is not None:
     x = keras.layers.Lambda(lambda t: t[:, 1:, :], name="output_positions_output",
                             dtype=dtype)(x)  # [B, q, H]

@@ -8,7 +8,9 @@ import tensorflow as tf
 
 from classification import (InputExample, PaddingInputExample, convert_examples_to_features,
                             convert_single_example, pad_to_batch_multiple, write_test_results)
+from classification.task import TRIM_MULTIPLE
 from classification.tfrecords import feature_spec, file_based_convert_examples_to_features
+import modeling
 from tokenization import FullTokenizer
 from tokenization.packing import truncate_seq_pair
 from training import inputs
@@ -140,6 +142,30 @@ def test_tfrecord_round_trip_with_google_feature_names(tmp_path, tiny_tokenizer)
   np.testing.assert_array_equal(got["segment_ids"], [f.segment_ids for f in expected])
   np.testing.assert_array_equal(got["label_ids"], [f.label_id for f in expected])
   np.testing.assert_array_equal(got["is_real_example"], [1] * 7 + [0])
+
+
+def test_batches_cut_to_their_longest_row_rounded_up(tmp_path, tiny_tokenizer):
+  """The classifier's pipeline drops padding past each batch's longest row (rounded up to
+  TRIM_MULTIPLE, never past max_seq_length); what is kept is the records' own values."""
+  lengths = [3, 5, 4, 16, 30, 2]  # input_mask sums: [CLS] + words + [SEP]
+  examples = [InputExample(str(i), " ".join(["cat"] * (n - 2)), None, "pos")
+              for i, n in enumerate(lengths)]
+  path = str(tmp_path / "eval.tf_record")
+  file_based_convert_examples_to_features(examples, ["neg", "pos"], 40, tiny_tokenizer, path)
+  full = next(iter(_dataset(path, 40, task_lib.EVAL, 6)))
+  trim = (TRIM_MULTIPLE, modeling.INPUT_NAMES)
+  batches = list(_dataset(path, 40, task_lib.EVAL, 3, trim=trim))
+  assert TRIM_MULTIPLE == 16
+  assert [b["input_ids"].shape[1] for b in batches] == [16, 32]  # longest rows 5 and 30
+  assert [b["label_ids"].shape for b in batches] == [(3,), (3,)]
+  for name in modeling.INPUT_NAMES:
+    got = np.concatenate([np.pad(b[name].numpy(), [[0, 0], [0, 40 - b[name].shape[1]]])
+                          for b in batches])
+    np.testing.assert_array_equal(got, full[name].numpy())
+  # A batch of full rows keeps max_seq_length, not the rounded-up 48.
+  long = InputExample("long", " ".join(["cat"] * 60), None, "pos")
+  file_based_convert_examples_to_features([long], ["neg", "pos"], 40, tiny_tokenizer, path)
+  assert next(iter(_dataset(path, 40, task_lib.EVAL, 3, trim=trim)))["input_ids"].shape == (1, 40)
 
 
 def test_regression_records_and_training_input(tmp_path, tiny_tokenizer):

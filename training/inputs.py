@@ -18,8 +18,23 @@ def parse_fn(feature_spec):
   return parse
 
 
+def trim_padding(features, multiple, names, mask_name="input_mask"):
+  """Cuts the [B, S] features `names` to the batch's longest row, rounded up to `multiple`.
+
+  Rows are Google's: real tokens first (mask 1), then padding. The encoder's
+  output at real positions does not depend on how much padding follows, so
+  short batches skip the work on padding; the rounding bounds how many shapes
+  the compiled kernels see (S / multiple).
+  """
+  mask = features[mask_name]
+  # At least 1: an empty batch (a replica's share of a last, partial batch) keeps a token.
+  longest = tf.maximum(tf.reduce_max(tf.reduce_sum(mask, axis=1)), 1)
+  length = tf.minimum(tf.shape(mask)[1], (longest + multiple - 1) // multiple * multiple)
+  return {name: t[:, :length] if name in names else t for name, t in features.items()}
+
+
 def tfrecord_dataset_fn(files, feature_spec, mode, batch_size, seed=None,
-                        drop_remainder=None):
+                        drop_remainder=None, trim=None):
   """A `dataset_fn(input_context)` over TFRecord `files` for `Task.dataset_fn`.
 
   TRAIN: files sharded across input pipelines (records, when there are fewer
@@ -28,6 +43,7 @@ def tfrecord_dataset_fn(files, feature_spec, mode, batch_size, seed=None,
   EVAL / PREDICT: files read once in order. `drop_remainder` defaults to
   True for TRAIN and False otherwise (pre-training evaluation drops it, as
   Google's does). Batches are `get_per_replica_batch_size(batch_size)`.
+  trim: None, or (multiple, names) for `trim_padding` on every batch.
   """
   files = list(files)
   is_training = mode == task_lib.TRAIN
@@ -52,6 +68,9 @@ def tfrecord_dataset_fn(files, feature_spec, mode, batch_size, seed=None,
       d = d.shuffle(SHUFFLE_BUFFER, seed=seed)
     d = d.batch(context.get_per_replica_batch_size(batch_size), drop_remainder=drop_remainder)
     d = d.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    if trim:
+      d = d.map(lambda features: trim_padding(features, *trim),
+                num_parallel_calls=tf.data.AUTOTUNE)
     return d.prefetch(tf.data.AUTOTUNE)
 
   return dataset_fn
