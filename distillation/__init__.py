@@ -6,4 +6,5 @@ Modules, one concept each:
   student    -- a student made of copied teacher layers
   model      -- the frozen teacher and the student on the same inputs, projections apart
   task       -- `DistillationTask`, the layer-wise losses as a `training.task.Task`
+  general    -- general distillation on pre-training records (general_distill.py)
 """
