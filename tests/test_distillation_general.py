@@ -18,6 +18,7 @@ from feature_extraction import extract
 import modeling
 import tokenization
 from training import summaries
+from training import task as task_lib
 from tests.helpers import (PRED, REPO, SAMPLE, SEQ, classifier_options, make_pretraining_records,
                            pretraining_config_file, tiny_config_file)
 
@@ -89,6 +90,11 @@ def test_a_student_made_of_all_teacher_layers_starts_at_zero_loss(data, tmp_path
   assert scalars["loss"] < 1e-5 and set(scalars) >= {"attention_kl_loss", "hidden_loss"}
   teacher = modeling.load_config(data["teacher"])
   assert modeling.load_config(str(tmp_path / "out")) == teacher
+  # The same command with more steps resumes: student, projections and optimizer restored.
+  general.run(general.GeneralDistillOptions(**_flags(
+      data, tmp_path / "out", student_init_from_teacher_layers="0,1", num_train_steps=2,
+      log_steps=1, attention_kl_loss_weight=1.0)))
+  assert tf.train.latest_checkpoint(str(tmp_path / "out")).endswith("model.ckpt-2")
   # A rerun with another student config is refused: the checkpoints are the first one's.
   with pytest.raises(FlagError, match="the student's config differs from"):
     general.run(general.GeneralDistillOptions(**_flags(
@@ -114,7 +120,7 @@ def test_restored_records_hold_no_mask_token(data):
       teacher_config=modeling.load_config(data["teacher"]), teacher_checkpoint=data["teacher"],
       student_config=modeling.load_config(data["teacher"]), layer_map=(0, 1), seq_length=SEQ)
   mask_id = tokenization.FullTokenizer(str(SAMPLE / "vocab.txt")).vocab["[MASK]"]
-  batch = next(iter(task.dataset_fn("eval", 64)(tf.distribute.InputContext())))
+  batch = next(iter(task.dataset_fn(task_lib.EVAL, 64)(tf.distribute.InputContext())))
   real = batch["masked_lm_weights"].numpy() > 0
   assert real.sum() > 100
   ids = batch["input_ids"].numpy()
