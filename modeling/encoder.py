@@ -17,7 +17,8 @@ def encoder_inputs(seq_length=None):
 
 
 def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, name="bert",
-                  selected_outputs=False, pooled_output_only=False, kernels="fused"):
+                  selected_outputs=False, pooled_output_only=False, kernels="fused",
+                  return_attention_scores=False):
   """Builds the encoder of Google's `modeling.BertModel`.
 
   Args:
@@ -34,8 +35,13 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
       pooler) and those positions; `sequence_output` is then [batch, q, hidden],
       the outputs at output_positions. Pre-training needs only the ~15% masked
       positions, so this skips most of the last layer's work.
+    pooled_output_only: compute the last layer at the first token only and
+      return `pooled_output` alone: all a sentence classifier reads.
     kernels: "fused" (our CPU-tuned layers) or "keras" (Keras' stock ones); same
       variables either way (see `modeling.kernels`).
+    return_attention_scores: also output `attention_scores`, the list of every
+      layer's float32 scores QK^T/sqrt(head_size) [batch, heads, seq, seq]
+      before the padding mask is added (for distillation's attention losses).
 
   Returns:
     A `keras.Model` taking a dict of `input_ids`, `input_mask`, `segment_ids`
@@ -45,9 +51,10 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
     `embeddings`, `layer_0`..`layer_{L-1}` and `pooler`.
   """
   check_kernels(kernels)
-  if (selected_outputs or pooled_output_only) and return_all_layers:
+  if (selected_outputs or pooled_output_only) and (return_all_layers or
+                                                   return_attention_scores):
     raise ValueError("selected_outputs and pooled_output_only compute the last layer at a few "
-                     "positions only; they cannot return all layers")
+                     "positions only; they cannot return all layers or their attention scores")
   if selected_outputs and pooled_output_only:
     raise ValueError("choose one of selected_outputs and pooled_output_only")
   init = config.initializer_range
@@ -70,15 +77,20 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
       dtype=dtype)
   x = embeddings((inputs["input_ids"], inputs["segment_ids"]))
   embedding_output = x
-  layer_outputs = []
+  layer_outputs, attention_scores = [], []
   for i in range(config.num_hidden_layers):
     layer_inputs = (x, inputs["input_mask"])
     if last_positions is not None and i == config.num_hidden_layers - 1:
       layer_inputs += (last_positions,)
-    x = TransformerLayer(
+    layer = TransformerLayer(
         config.num_attention_heads, config.head_size, config.intermediate_size,
         config.hidden_act, config.hidden_dropout_prob, config.attention_probs_dropout_prob,
-        init, kernels, name=f"layer_{i}", dtype=dtype)(layer_inputs)
+        init, kernels, name=f"layer_{i}", dtype=dtype)
+    if return_attention_scores:
+      x, scores = layer(layer_inputs, return_scores=True)
+      attention_scores.append(scores)
+    else:
+      x = layer(layer_inputs)
     layer_outputs.append(x)
   first_token = keras.layers.Lambda(lambda t: t[:, 0, :], name="first_token",
                                     dtype=dtype)(x)  # [B, H]
@@ -94,4 +106,6 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
   if return_all_layers:
     outputs["embedding_output"] = embedding_output
     outputs["encoder_outputs"] = layer_outputs
+  if return_attention_scores:
+    outputs["attention_scores"] = attention_scores
   return keras.Model(inputs=inputs, outputs=outputs, name=name)

@@ -108,3 +108,28 @@ def test_mixed_precision_policy():
   model = modeling.build_pretraining_model(TINY_BERT, dtype="mixed_bfloat16")
   logits = model(dict(feats, masked_lm_positions=np.zeros([3, 2], np.int32)))
   assert logits["masked_lm_logits"].dtype == tf.float32
+
+
+def test_attention_scores_are_the_pre_mask_qk_product():
+  """`return_attention_scores` outputs each layer's QK^T/sqrt(d) per head, padded keys
+  included (no mask added), and leaves the other outputs as they are."""
+  encoder = modeling.build_encoder(TINY_BERT, return_all_layers=True,
+                                   return_attention_scores=True)
+  plain = modeling.build_encoder(TINY_BERT, return_all_layers=True)
+  plain.set_weights(encoder.get_weights())
+  feats = bert_inputs()
+  out = encoder(feats)
+  np.testing.assert_array_equal(out["sequence_output"], plain(feats)["sequence_output"])
+  heads, size = TINY_BERT.num_attention_heads, TINY_BERT.head_size
+  layer_inputs = [out["embedding_output"]] + out["encoder_outputs"][:-1]
+  assert len(out["attention_scores"]) == TINY_BERT.num_hidden_layers
+  for i, (x, scores) in enumerate(zip(layer_inputs, out["attention_scores"])):
+    attention = encoder.get_layer(f"layer_{i}").attention
+
+    def split(dense, x=x):  # [B, S, H] -> [B, N, S, D]
+      y = x.numpy() @ dense.kernel.numpy() + dense.bias.numpy()
+      return y.reshape(3, 16, heads, size).transpose(0, 2, 1, 3)
+    expected = split(attention.query) @ split(attention.key).transpose(0, 1, 3, 2)
+    assert scores.shape == (3, heads, 16, 16) and scores.dtype == tf.float32
+    np.testing.assert_allclose(scores, expected / np.sqrt(size), rtol=1e-4, atol=1e-5)
+  assert (feats["input_mask"] == 0).any()  # padded keys were compared too

@@ -24,6 +24,10 @@ class SelfAttention(keras.layers.Layer):
   Call with `(x, input_mask, queries)`, queries [batch, q, hidden] (rows of x),
   to attend from those rows only: returns [batch, q, hidden].
 
+  `return_scores=True` also returns the float32 scores QK^T/sqrt(head_size)
+  [batch, heads, from, to], before the padding mask is added (what
+  distillation's attention losses compare).
+
   kernels: "fused" or "keras" (see `modeling.kernels`).
   """
 
@@ -59,7 +63,7 @@ class SelfAttention(keras.layers.Layer):
     x = tf.reshape(x, [batch, seq, self.num_heads, self.head_size])  # [B, S, N, D]
     return tf.transpose(x, [0, 2, 1, 3])
 
-  def call(self, inputs, training=None):
+  def call(self, inputs, training=None, return_scores=False):
     x, input_mask, queries = inputs if len(inputs) == 3 else (*inputs, inputs[0])
     q = self._split_heads(self.query(queries))
     k = self._split_heads(self.key(x))
@@ -67,13 +71,14 @@ class SelfAttention(keras.layers.Layer):
     scores = tf.matmul(q, k, transpose_b=True)  # [B, N, from, to]
     scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(self.head_size))
     mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]  # [B, 1, 1, to]
-    scores += (1.0 - mask) * _MASK_ADDER
-    probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
+    probs = tf.cast(tf.nn.softmax(scores + (1.0 - mask) * _MASK_ADDER, axis=-1),
+                    self.compute_dtype)
     probs = self.dropout(probs, training=training)
     context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])  # [B, from, N, D]
     batch, seq = tf.shape(queries)[0], tf.shape(queries)[1]
     context = tf.reshape(context, [batch, seq, self.num_heads * self.head_size])
-    return self.output_dense(context)
+    output = self.output_dense(context)
+    return (output, scores) if return_scores else output
 
   def get_config(self):
     config = super().get_config()

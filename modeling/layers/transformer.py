@@ -17,6 +17,8 @@ class TransformerLayer(keras.layers.Layer):
   Call with `(x, input_mask)`; returns [batch, seq, hidden] in the compute dtype.
   Call with `(x, input_mask, positions)`, positions int [batch, q], to compute
   the output at those positions only (attending over all of x): [batch, q, hidden].
+  `return_scores=True` also returns the attention's pre-mask scores
+  [batch, heads, q, seq] (see `SelfAttention`).
 
   kernels: "fused" or "keras" (see `modeling.kernels`).
   """
@@ -57,13 +59,16 @@ class TransformerLayer(keras.layers.Layer):
     build_sublayer(self.output_layer_norm, [None, None, hidden])
     super().build(input_shape)
 
-  def call(self, inputs, training=None):
+  def call(self, inputs, training=None, return_scores=False):
     if len(inputs) == 3:
       x, input_mask, positions = inputs
       queries = tf.gather(x, positions, batch_dims=1)  # [B, q, H]
     else:
       (x, input_mask), queries = inputs, inputs[0]
-    attention = self.attention((x, input_mask, queries), training=training)
+    attention = self.attention((x, input_mask, queries), training=training,
+                               return_scores=return_scores)
+    if return_scores:
+      attention, scores = attention
     attention = self.attention_dropout(attention, training=training)
     attention = tf.cast(self.attention_layer_norm(attention + queries), self.compute_dtype)
     if training is None:
@@ -77,7 +82,8 @@ class TransformerLayer(keras.layers.Layer):
       intermediate = activation(intermediate)
     out = self.output_dense(intermediate)
     out = self.output_dropout(out, training=training)
-    return tf.cast(self.output_layer_norm(out + attention), self.compute_dtype)
+    out = tf.cast(self.output_layer_norm(out + attention), self.compute_dtype)
+    return (out, scores) if return_scores else out
 
   def get_config(self):
     config = super().get_config()
