@@ -8,8 +8,8 @@ Signatures:
 Each returns `probabilities` (float32 [batch, num_labels]) and `label` (the
 predicted label name, string [batch]), or for regression `score` (float32
 [batch]). The text signatures tokenize and pack with tensorflow-text exactly as
-run_classifier's features are made (`tokenization.in_graph.InGraphTokenizer`).
-The vocabulary and label_list.json are assets. Loading needs only
+run_classifier's features are made (`tokenization.in_graph.InGraphTokenizer`),
+then cut to the batch's longest row as training batches are. The vocabulary and label_list.json are assets. Loading needs only
 `tensorflow` and `tensorflow_text` (for the WordPiece op).
 """
 
@@ -19,8 +19,11 @@ import tempfile
 import tensorflow as tf
 
 from classification import labels as labels_lib
+from classification.task import TRIM_MULTIPLE
 import fileio
+from modeling import INPUT_NAMES
 from tokenization.in_graph import InGraphTokenizer
+from training import inputs
 
 SIGNATURE_IDS = "serving_default"
 SIGNATURE_TEXT = "serve_text"
@@ -66,14 +69,19 @@ class ClassifierModule(tf.Module):
     return self._outputs({"input_ids": input_ids, "input_mask": input_mask,
                           "segment_ids": segment_ids})
 
+  def _serve_packed(self, features):
+    """Outputs of packed [batch, max_seq_length] features cut to the batch's longest row
+    (as in training): a short request does not pay for max_seq_length."""
+    return self._outputs(inputs.trim_padding(features, TRIM_MULTIPLE, INPUT_NAMES))
+
   def _serve_text(self, text_a):
-    return self._outputs(self.tokenizer.pack(self.tokenizer.tokenize(text_a), None,
-                                             self.max_seq_length))
+    return self._serve_packed(self.tokenizer.pack(self.tokenizer.tokenize(text_a), None,
+                                                  self.max_seq_length))
 
   def _serve_text_pair(self, text_a, text_b):
-    return self._outputs(self.tokenizer.pack(self.tokenizer.tokenize(text_a),
-                                             self.tokenizer.tokenize(text_b),
-                                             self.max_seq_length))
+    return self._serve_packed(self.tokenizer.pack(self.tokenizer.tokenize(text_a),
+                                                  self.tokenizer.tokenize(text_b),
+                                                  self.max_seq_length))
 
 
 def export_saved_model(model, export_dir, vocab_file, do_lower_case, max_seq_length, label_list,

