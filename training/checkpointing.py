@@ -43,6 +43,7 @@ class Checkpointer:
     self._checkpoint = checkpoint
     self._directory = directory
     self._is_chief = is_chief
+    self._restored = None
     if is_chief:
       self._manager = tf.train.CheckpointManager(
           checkpoint, directory, max_to_keep, checkpoint_name=CHECKPOINT_NAME)
@@ -53,13 +54,23 @@ class Checkpointer:
     return tf.train.latest_checkpoint(self._directory)
 
   def restore_latest(self):
-    """Restores the latest checkpoint; returns its path, or None if none."""
+    """Restores the latest checkpoint; returns its path, or None if none.
+
+    Optimizer slots and hyper-parameters are created by the first training
+    step and restored then; `skip_pending` when no step will run.
+    """
     latest = self.latest
     if latest is not None:
-      self._checkpoint.restore(latest).assert_existing_objects_matched()
+      self._restored = self._checkpoint.restore(latest)
+      self._restored.assert_existing_objects_matched()
       logging.info('Restored checkpoint %s at step %d', latest,
                    checkpoint_step(latest))
     return latest
+
+  def skip_pending(self):
+    """Drops what the restore left for the first training step (no warning about it at exit)."""
+    if self._restored is not None:
+      self._restored.expect_partial()
 
   def save(self, step):
     if self._is_chief:
