@@ -1,7 +1,14 @@
-"""`run(main)`: absl's app.run with Google's flags, user errors as one line, Ctrl-C as exit 130."""
+"""`run(main)`: absl's app.run with Google's flags, user errors as one line, Ctrl-C as exit 130.
 
+A healthy run prints no error-level line: on a machine without an NVIDIA
+driver, TensorFlow's CUDA start-up logs `E... failed call to cuInit` (with
+TF_CPP_MIN_LOG_LEVEL below 3), which reads as a failure; `run` drops that line.
+"""
+
+import ctypes
 import os
 import sys
+import tempfile
 
 from absl import app
 
@@ -10,6 +17,41 @@ from cli.errors import UserError
 
 def _script_name():
   return os.path.splitext(os.path.basename(sys.argv[0]))[0]
+
+
+def _has_cuda_driver():
+  """Whether the NVIDIA driver library (what TensorFlow's cuInit calls into) can be loaded."""
+  try:
+    ctypes.CDLL("libcuda.so.1")
+  except OSError:
+    return False
+  return True
+
+
+def _find_gpus_without_cuinit_error():
+  """Lets TensorFlow (if the script imported it) look for GPUs now, with stderr captured, and
+  passes on all it wrote but the `failed call to cuInit` line, when there is no driver.
+
+  With a driver, a failed cuInit means a GPU that cannot be used: its line stays.
+  TensorFlow lists the GPUs first thing in absl's app.run anyway (an init
+  callback of tf.distribute); that does not start its runtime.
+  """
+  if "tensorflow" not in sys.modules or _has_cuda_driver():
+    return
+  tf = sys.modules["tensorflow"]
+  sys.stderr.flush()
+  saved = os.dup(2)
+  with tempfile.TemporaryFile() as captured:
+    os.dup2(captured.fileno(), 2)
+    try:
+      tf.config.list_physical_devices("GPU")
+    finally:
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)
+    captured.seek(0)
+    lines = captured.read().splitlines(keepends=True)
+  os.write(2, b"".join(line for line in lines if b"failed call to cuInit" not in line))
 
 
 def run(main, interrupted_note=None):
@@ -32,4 +74,5 @@ def run(main, interrupted_note=None):
       print(f"{name}: interrupted" + (f"; {note}" if note else ""), file=sys.stderr)
       sys.exit(130)
     sys.exit(status or 0)
+  _find_gpus_without_cuinit_error()
   app.run(wrapped)

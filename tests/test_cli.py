@@ -2,6 +2,7 @@
 `--help` lists the runtime flags with each trainer script's own."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -55,6 +56,19 @@ def test_ctrl_c_is_exit_130(tmp_path):
   process.send_signal(signal.SIGINT)
   _, stderr = process.communicate(timeout=30)
   assert (process.returncode, stderr) == (130, "demo: interrupted\n")
+
+
+def test_a_healthy_tensorflow_run_prints_no_error_level_line(tmp_path):
+  """TensorFlow's CUDA start-up logs `E... failed call to cuInit` on a machine without an
+  NVIDIA driver, at any TF_CPP_MIN_LOG_LEVEL below 3; a newcomer reads it as a failure."""
+  path = tmp_path / "tf_demo.py"
+  path.write_text("import tensorflow as tf\nimport cli\n"
+                  "cli.run(lambda argv: print(int(tf.constant(2) * 3)))\n")
+  env = {k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+  out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env,
+                       check=False)
+  assert (out.returncode, out.stdout) == (0, "6\n"), out.stderr[-3000:]
+  assert not re.findall(r"^E\d{4} .*", out.stderr, re.M)
 
 
 RUNTIME_FLAGS = ("--distribution_strategy", "--dtype", "--use_xla", "--kernels", "--optimizer",
