@@ -140,6 +140,37 @@ def test_non_utf8_lines_skipped_and_counted_or_strict(tmp_path, google_vocab):
   assert not (tmp_path / "strict.tfrecord").exists()
 
 
+def test_a_file_mostly_not_utf8_is_refused_by_name(tmp_path, google_vocab):
+  good = b"The cat sat on the mat.\n"
+  # Binary data with a few text lines: refused at its 100th bad line, not read to the end.
+  (tmp_path / "ok.txt").write_bytes(good * 40)
+  binary = tmp_path / "model.bin"
+  binary.write_bytes(good * 3 + b"\xff\xfe\x00 junk\n" * 1000 + good)
+  with pytest.raises(InputError, match=r"model\.bin: 100 of its first 103 lines are not valid "
+                                       r"UTF-8: not a UTF-8 text file"):
+    _run(tmp_path, f"{tmp_path / 'ok.txt'},{binary}", google_vocab, name="b.tfrecord")
+  # A small one: judged at its end (2 bad lines of 3).
+  small = tmp_path / "small.bin"
+  small.write_bytes(b"\x89PNG data\n" + good + b"\xff\xd8 more\n")
+  with pytest.raises(InputError, match=r"small\.bin: 2 of its first 3 lines"):
+    _run(tmp_path, small, google_vocab, name="s.tfrecord")
+  assert sorted(os.listdir(tmp_path)) == ["model.bin", "ok.txt", "small.bin"]
+
+
+def test_lines_far_longer_than_an_instance_are_counted_with_a_warning(tmp_path, google_vocab,
+                                                                       caplog):
+  f = tmp_path / "long.txt"
+  sentence = "The cat sat on the mat. "
+  f.write_text("A short first sentence.\n" + sentence * 200 + "\nShort.\n\n" +
+               "Another document.\n" + sentence * 150 + "\n")
+  summary = _run(tmp_path, f, google_vocab, max_seq_length=32, max_predictions_per_seq=5)
+  assert summary.read.long_lines == 2 and summary.instances >= 2
+  assert ("2 line(s) over 1,600 characters, mostly dropped (see the warning)"
+          in "\n".join(summary.lines()))
+  warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+  assert len(warnings) == 1 and f"{f}:2: a line of 4,799 characters" in warnings[0]
+
+
 def test_empty_documents_counted_and_empty_input_fails(tmp_path, google_vocab):
   f = tmp_path / "docs.txt"
   # Middle document: only characters the tokenizer drops (control characters).
