@@ -6,6 +6,7 @@ TF_CPP_MIN_LOG_LEVEL below 3), which reads as a failure; `run` drops that line.
 """
 
 import ctypes
+import errno
 import os
 import sys
 import tempfile
@@ -58,9 +59,11 @@ def run(main, interrupted_note=None):
   """Runs `main(argv)` under absl and exits with its status.
 
   `main` returns None or an exit status. A `UserError` prints
-  `<script>: error: <message>` and exits 1;
-  KeyboardInterrupt prints `<script>: interrupted` plus `interrupted_note()`
-  (e.g. which checkpoint was kept), if given, and exits 130.
+  `<script>: error: <message>` and exits 1, and so does a full disk (an
+  OSError ENOSPC or EDQUOT: the writers delete what they had written, and
+  name the file they could not finish); KeyboardInterrupt prints
+  `<script>: interrupted` plus `interrupted_note()` (e.g. which checkpoint
+  was kept), if given, and exits 130.
   """
   def wrapped(argv):
     name = _script_name()
@@ -68,6 +71,13 @@ def run(main, interrupted_note=None):
       status = main(argv)
     except UserError as e:
       print(f"{name}: error: {e}", file=sys.stderr)
+      sys.exit(1)
+    except OSError as e:
+      if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+        raise
+      where = f" writing {e.filename}" if e.filename else ""
+      print(f"{name}: error: {e.strerror}{where}: free some space, then run the same command "
+            "again", file=sys.stderr)
       sys.exit(1)
     except KeyboardInterrupt:
       note = interrupted_note() if interrupted_note else None

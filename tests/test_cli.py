@@ -37,6 +37,15 @@ def test_user_error_is_one_line_and_exit_1(tmp_path):
   assert (out.returncode, out.stderr) == (1, "demo: error: --x must be positive, got 0\n")
 
 
+def test_a_full_disk_is_one_line_and_exit_1(tmp_path):
+  out = subprocess.run(_script(tmp_path, "import errno\nraise OSError(errno.ENOSPC, "
+                                         "'No space left on device', '/data/out.txt')"),
+                       capture_output=True, text=True, env=ENV, check=False)
+  assert (out.returncode, out.stderr) == (1, "demo: error: No space left on device writing "
+                                             "/data/out.txt: free some space, then run the same "
+                                             "command again\n")
+
+
 def test_a_bug_keeps_its_traceback(tmp_path):
   out = subprocess.run(_script(tmp_path, "return {}['missing']"), capture_output=True,
                        text=True, env=ENV, check=False)

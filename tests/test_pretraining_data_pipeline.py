@@ -1,5 +1,6 @@
 """create_pretraining_data end to end: determinism, bounded memory, atomic output, bad input, CLI."""
 
+import errno
 import os
 import pathlib
 import subprocess
@@ -9,9 +10,9 @@ import pytest
 
 import cli
 import tokenization
-from fileio import InputError
+from fileio import InputError, filesystem
 from pretraining_data import masking, pipeline, writer
-from tests.helpers import REPO
+from tests.helpers import REPO, open_on_full_disk
 
 
 def _run(tmp_path, inputs, vocab, name="out.tfrecord", **kw):
@@ -99,6 +100,25 @@ def test_failure_leaves_no_output_and_keeps_the_old_file(tmp_path, heldout, goog
   assert out.read_bytes() == b"previous"
   summary = _run(tmp_path, heldout, google_vocab, overwrite=True)
   assert out.stat().st_size > 1000 and summary.instances > 1000
+
+
+def test_a_full_disk_leaves_no_output_and_names_the_file(tmp_path, heldout, google_vocab,
+                                                         monkeypatch):
+  """The writes to the second output fail as on a full disk: both temporaries go."""
+  real_open = filesystem.open_file
+
+  def open_file(path, mode):
+    if "b.tfrecord" not in str(path):
+      return real_open(path, mode)
+    return open_on_full_disk(path, mode)
+
+  monkeypatch.setattr(filesystem, "open_file", open_file)
+  outputs = f"{tmp_path / 'a.tfrecord'},{tmp_path / 'b.tfrecord'}"
+  with pytest.raises(OSError) as raised:
+    _run(tmp_path, heldout, google_vocab, output_file=outputs)
+  assert raised.value.errno == errno.ENOSPC
+  assert raised.value.filename == str(tmp_path / "b.tfrecord")
+  assert os.listdir(tmp_path) == []
 
 
 def test_an_input_file_is_never_an_output(tmp_path, google_vocab):

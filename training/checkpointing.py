@@ -5,6 +5,8 @@ BERT jobs write `modeling.new_checkpoint`s, which `modeling.load_checkpoint`
 reads back into any BERT model (evaluation, fine-tuning, features).
 """
 
+import errno
+import os
 import re
 import shutil
 import tempfile
@@ -73,8 +75,24 @@ class Checkpointer:
       self._restored.expect_partial()
 
   def save(self, step):
+    """Saves the state as checkpoint `step`; the previous checkpoints stay as they are.
+
+    A failed save (Ctrl-C included) deletes its partial `model.ckpt-<step>_temp`;
+    a full disk (TensorFlow's ResourceExhaustedError) becomes OSError ENOSPC or
+    EDQUOT naming the checkpoint.
+    """
     if self._is_chief:
-      path = self._manager.save(checkpoint_number=step)
+      prefix = os.path.join(self._directory, f'{CHECKPOINT_NAME}-{step}')
+      try:
+        path = self._manager.save(checkpoint_number=step)
+      except BaseException as e:
+        for partial in tf.io.gfile.glob(prefix + '_temp*'):
+          tf.io.gfile.rmtree(partial)
+        for code in (errno.ENOSPC, errno.EDQUOT):
+          if (isinstance(e, tf.errors.ResourceExhaustedError) and
+              os.strerror(code) in e.message):
+            raise OSError(code, os.strerror(code), prefix) from None
+        raise
       logging.info('Saved checkpoint %s', path)
       return
     tmpdir = tempfile.mkdtemp(prefix='checkpoint_')
