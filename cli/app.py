@@ -12,6 +12,7 @@ import sys
 import tempfile
 
 from absl import app
+from absl import flags
 
 from cli.errors import UserError
 
@@ -55,15 +56,26 @@ def _find_gpus_without_cuinit_error():
   os.write(2, b"".join(line for line in lines if b"failed call to cuInit" not in line))
 
 
+def _parse_flags(argv):
+  """absl's flag parsing, with its errors (unknown flag, bad value, required flag missing)
+  as the one line of a user error."""
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    message = "; ".join(line.strip() for line in str(e).splitlines() if line.strip())
+    print(f"{_script_name()}: error: {message} (--helpshort lists the flags)", file=sys.stderr)
+    sys.exit(1)
+
+
 def run(main, interrupted_note=None):
   """Runs `main(argv)` under absl and exits with its status.
 
-  `main` returns None or an exit status. A `UserError` prints
-  `<script>: error: <message>` and exits 1, and so does a full disk (an
-  OSError ENOSPC or EDQUOT: the writers delete what they had written, and
-  name the file they could not finish); KeyboardInterrupt prints
-  `<script>: interrupted` plus `interrupted_note()` (e.g. which checkpoint
-  was kept), if given, and exits 130.
+  `main` returns None or an exit status. A flag absl cannot parse, a
+  `UserError` and a full disk (an OSError ENOSPC or EDQUOT: the writers
+  delete what they had written, and name the file they could not finish)
+  print one line `<script>: error: <message>` and exit 1. KeyboardInterrupt
+  prints `<script>: interrupted` plus `interrupted_note()` (e.g. which
+  checkpoint was kept), if given, and exits 130.
   """
   def wrapped(argv):
     name = _script_name()
@@ -85,4 +97,4 @@ def run(main, interrupted_note=None):
       sys.exit(130)
     sys.exit(status or 0)
   _find_gpus_without_cuinit_error()
-  app.run(wrapped)
+  app.run(wrapped, flags_parser=_parse_flags)

@@ -37,6 +37,13 @@ def test_user_error_is_one_line_and_exit_1(tmp_path):
   assert (out.returncode, out.stderr) == (1, "demo: error: --x must be positive, got 0\n")
 
 
+def test_a_flag_absl_cannot_parse_is_one_line_and_exit_1(tmp_path):
+  out = subprocess.run(_script(tmp_path, "return 0") + ["--nonexistent=1"], capture_output=True,
+                       text=True, env=ENV, check=False)
+  assert (out.returncode, out.stderr) == (1, "demo: error: Unknown command line flag "
+                                             "'nonexistent' (--helpshort lists the flags)\n")
+
+
 def test_a_full_disk_is_one_line_and_exit_1(tmp_path):
   out = subprocess.run(_script(tmp_path, "import errno\nraise OSError(errno.ENOSPC, "
                                          "'No space left on device', '/data/out.txt')"),
