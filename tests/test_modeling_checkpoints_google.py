@@ -191,3 +191,14 @@ def test_missing_and_corrupt_files(tmp_path, config):
   (tmp_path / "bad.ckpt.index").write_bytes(b"not an index")
   with pytest.raises(modeling.CheckpointError, match="cannot read checkpoint .*bad.ckpt"):
     modeling.load_google_checkpoint(encoder, tmp_path / "bad.ckpt")
+
+
+def test_a_cut_data_file_is_named(tiny_dir, tmp_path, config):
+  """The index is whole but the data file was cut (a partial copy): TensorFlow's reader
+  raises IndexError, not an OpError."""
+  for path in tiny_dir.glob("bert_model.ckpt.*"):
+    data = path.read_bytes()
+    (tmp_path / path.name).write_bytes(data[:len(data) // 10] if ".data-" in path.name else data)
+  with pytest.raises(modeling.CheckpointError, match=r"bert_model\.ckpt: cannot read bert/.* "
+                                                     r"the checkpoint's data is cut or damaged"):
+    modeling.load_google_checkpoint(modeling.build_encoder(config), tmp_path / "bert_model.ckpt")

@@ -4,6 +4,7 @@ import dataclasses
 
 from absl import logging
 import numpy as np
+import tensorflow as tf
 
 from cli import UserError
 
@@ -105,7 +106,12 @@ def assign_named_arrays(model, shapes, get_array, source):
     raise CheckpointError(f"{source} does not fit the model ({len(problems)} problem(s)): "
                           f"{shown}{more}")
   for name, var in wanted.items():
-    var.assign(np.asarray(get_array(name), dtype=var.dtype.as_numpy_dtype))
+    try:
+      value = get_array(name)
+    except (tf.errors.OpError, IndexError) as e:  # TensorFlow's reader on a cut or damaged file
+      raise CheckpointError(f"{source}: cannot read {name} ({e}): the checkpoint's data is cut "
+                            "or damaged (a partial copy?)") from None
+    var.assign(np.asarray(value, dtype=var.dtype.as_numpy_dtype))
     report.loaded.append(name)
   report.ignored = sorted(name for name in shapes if name not in wanted)
   logging.info(report.summary())
