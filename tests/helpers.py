@@ -170,6 +170,20 @@ def write_records(path, arrays):
       writer.write(tf.train.Example(
           features=tf.train.Features(feature=feature)).SerializeToString())
 
+
+def copy_records_with_one_changed(source, target, index, change):
+  """Copies TFRecord file `source` to `target`, record `index` (0-based) passed through `change`
+  (a function editing the record's feature map in place); returns `target`."""
+  with tf.io.TFRecordWriter(str(target)) as writer:
+    for i, serialized in enumerate(tf.data.TFRecordDataset(str(source)).as_numpy_iterator()):
+      if i == index:
+        example = tf.train.Example.FromString(serialized)
+        change(example.features.feature)
+        serialized = example.SerializeToString()
+      writer.write(serialized)
+  return str(target)
+
+
 # --- run_classifier: data and options ---------------------------------------------------------
 
 

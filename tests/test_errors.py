@@ -5,11 +5,12 @@ must not exist afterwards. Every failing row must print exactly one line
 `<script>: error: ...` and no traceback; every row, no error-level TensorFlow line
 (`E0000 ... failed call to cuInit`). Healthy rows run under umask 027: their outputs must
 be 0640 (0750 for folders), as the user's umask says. Fault rows use real signals (SIGINT
-sent once the run logged a given line) and a real full disk: a 6 MB tmpfs mounted in a
+or SIGKILL, sent once the run logged a given line) and a real full disk: a 6 MB tmpfs mounted in a
 private mount namespace (`unshare`), skipped with the reason where that is not permitted.
 
-The rows run as subprocesses, two at a time (a script's start imports TensorFlow, ~3 s of
-CPU), all at once when the module's first row runs; only the rows selected are run.
+The rows run as subprocesses, as many at a time as there are cores (a script's start
+imports TensorFlow, ~3 s of CPU), all when the module's first row runs; only the rows
+selected are run.
 """
 
 import concurrent.futures
@@ -30,10 +31,10 @@ import pytest
 
 import pretraining
 from pretraining_data import pipeline
-from tests.helpers import REPO, SAMPLE
+from tests.helpers import REPO, SAMPLE, copy_records_with_one_changed
 
 pytestmark = pytest.mark.multiprocess
-PARALLEL = 2
+PARALLEL = len(os.sched_getaffinity(0))
 TIMEOUT = 300
 
 
@@ -43,9 +44,10 @@ class Row:
   shared inputs) and {sample} (sample_data/).
 
   stderr: a regex searched in stderr. exist / absent: paths that must (not) exist after.
-  setup: a function of (tmp, data) preparing the row's folder. interrupt: a regex; SIGINT
-  is sent once stderr matches it. full_disk: {tmp}/small is a 6 MB file system. check: a
-  function of (tmp, data) with assertions of its own.
+  setup: a key of SETUPS, preparing the row's folder. interrupt: a regex; `signum` is
+  sent once stderr matches it. full_disk: {tmp}/small is a 6 MB file system. check: a function
+  of (tmp, data) with assertions of its own. slow: the row trains or waits for a signal
+  (~10-30 s; pytest -m "not slow" leaves it out).
   """
   id: str
   script: str
@@ -56,8 +58,10 @@ class Row:
   absent: tuple = ()
   setup: object = None
   interrupt: str = None
+  signum: int = signal.SIGINT
   full_disk: bool = False
   check: object = None
+  slow: bool = False
 
 
 SCRIPT_FLAGS = {
@@ -153,14 +157,14 @@ SETUPS = {
 
 
 def _truncated_checkpoint(tmp, data):
-  """{tmp}/ckpt/model.ckpt-2: the run's checkpoint with its .data file cut in half."""
+  """{tmp}/ckpt/model.ckpt-2: the run's checkpoint with its .data file cut to a tenth."""
   os.makedirs(f"{tmp}/ckpt")
   for name in os.listdir(f"{data}/pre"):
     if name.startswith("model.ckpt-2."):
       shutil.copy(f"{data}/pre/{name}", f"{tmp}/ckpt/{name}")
   data_file = next(n for n in os.listdir(f"{tmp}/ckpt") if ".data-" in n)
   with open(f"{tmp}/ckpt/{data_file}", "r+b") as f:
-    f.truncate(os.path.getsize(f"{tmp}/ckpt/{data_file}") // 2)
+    f.truncate(os.path.getsize(f"{tmp}/ckpt/{data_file}") // 10)
 
 
 def _hf_wrong_shape(tmp):
@@ -207,6 +211,17 @@ def _notes_kept(tmp, data):
     assert f.read() == "my notes\n"
 
 
+def _killed_then_run_again(tmp, data):
+  """After a SIGKILL (its temporary left), the same command succeeds and removes it."""
+  (killed,) = [name for name in os.listdir(tmp) if name.startswith(".out.tfrecord.tmp-")]
+  row = ROWS_BY_ID["sigkill-pretraining-data"]
+  again = subprocess.run(_command(row, tmp, data), cwd=tmp, capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(REPO)), check=False)
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert f"Removing {tmp}/{killed}, left by process" in again.stderr
+  assert os.path.exists(f"{tmp}/out.tfrecord")
+
+
 def _modes_follow_umask_027(tmp, data):
   """Every output of a healthy row (run under umask 027): files 0640, folders 0750."""
   for directory, folders, files in os.walk(tmp):
@@ -226,20 +241,20 @@ ROWS = [
         exist=("out.tfrecord",), check=_modes_follow_umask_027),
     Row("ok-run_pretraining", "run_pretraining", with_flags("run_pretraining", "--do_eval"), 0,
         exist=("out/eval_results.txt", "out/bert_config.json", "out/model.ckpt-2.index"),
-        absent=("out/.run.lock",), check=_modes_follow_umask_027),
+        absent=("out/.run.lock",), check=_modes_follow_umask_027, slow=True),
     Row("ok-run_classifier", "run_classifier", with_flags(
         "run_classifier", "--init_checkpoint={data}/pre", "--do_eval", "--do_predict",
         "--export_dir={tmp}/export"), 0,
         exist=("out/eval_results.txt", "out/test_results.tsv", "export/saved_model.pb",
                "export/assets/vocab.txt", "export/assets/label_list.json"),
-        check=_modes_follow_umask_027),
+        check=_modes_follow_umask_027, slow=True),
     Row("ok-extract_features", "extract_features", SCRIPT_FLAGS["extract_features"], 0,
         exist=("out.jsonl",), check=_modes_follow_umask_027),
     Row("ok-build_vocab", "build_vocab", SCRIPT_FLAGS["build_vocab"], 0,
         exist=("vocab.txt",), check=_modes_follow_umask_027),
     # A finished run started again: nothing to train, evaluation, no checkpoint warnings.
     Row("ok-finished-run-again", "run_pretraining", with_flags("run_pretraining", "--do_eval"), 0,
-        r"nothing to train", exist=("out/eval_results.txt",), setup="copy_run"),
+        r"nothing to train", exist=("out/eval_results.txt",), setup="copy_run", slow=True),
     # --- the data-loss cases: refused before any work, nothing touched.
     Row("export-dir-not-a-savedmodel", "run_classifier", with_flags(
         "run_classifier", "--export_dir={tmp}/mine", "--overwrite_export"), 1,
@@ -323,14 +338,18 @@ ROWS = [
         "--bert_config_file={sample}/bert_config.json"), 1, r"empty", setup="empty_dir"),
     Row("checkpoint-truncated", "extract_features", with_flags(
         "extract_features", "--init_checkpoint={tmp}/ckpt/model.ckpt-2",
-        "--bert_config_file={sample}/bert_config.json"), 1, r"ckpt/model\.ckpt-2",
-        setup="truncated_checkpoint"),
+        "--bert_config_file={sample}/bert_config.json"), 1,
+        r"ckpt/model\.ckpt-2: cannot read .* the checkpoint's data is cut or damaged",
+        setup="truncated_checkpoint", absent=("out.jsonl",)),
     Row("checkpoint-of-another-size", "run_classifier", with_flags(
         "run_classifier", "--init_checkpoint={data}/pre",
-        "--bert_config_file={data}/config_h64.json"), 1, r"shape|64"),
+        "--bert_config_file={data}/config_h64.json"), 1,
+        r"pre/model\.ckpt-2 does not fit the model \(\d+ problem\(s\)\): .*: checkpoint "
+        r"\[2231, 128\] vs model \[2231, 64\]"),
     Row("hf-directory-wrong-shape", "extract_features", with_flags(
         "extract_features", "--init_checkpoint={tmp}/hf", "--vocab_file={tmp}/hf/vocab.txt"), 1,
-        r"1000", setup="hf_wrong_shape"),
+        r"hf does not fit the model \(\d+ problem\(s\)\): .*intermediate/dense/kernel: "
+        r"checkpoint \[384, 1536\] vs model \[384, 1000\]", setup="hf_wrong_shape"),
     # --- TFRecords
     Row("tfrecord-cut-in-header", "run_pretraining", with_flags(
         "run_pretraining", "--input_file={tmp}/cut.tfrecord"), 1,
@@ -368,8 +387,8 @@ ROWS = [
         "create_pretraining_data", "--input_file={tmp}/empty.txt"), 1, r"no instances",
         setup="empty_input", absent=("out.tfrecord",)),
     Row("output-exists", "create_pretraining_data", with_flags(
-        "create_pretraining_data", "--output_file={sample}/corpus.txt"), 1,
-        r"output file exists: .*corpus\.txt.* \(pass --overwrite"),
+        "create_pretraining_data", "--output_file={sample}/vocab.txt"), 1,
+        r"output file exists: .*vocab\.txt.* \(pass --overwrite"),
     Row("glue-without-header", "run_classifier", with_flags(
         "run_classifier", "--data_dir={tmp}/glue"), 1, r"train\.tsv.*header",
         setup="glue_without_header"),
@@ -401,35 +420,41 @@ ROWS = [
         setup="live_lock"),
     Row("output-dir-lock-of-a-dead-run", "run_pretraining", SCRIPT_FLAGS["run_pretraining"], 0,
         r"Taking over .*\.run\.lock from process \d+", exist=("out/model.ckpt-2.index",),
-        absent=("out/.run.lock",), setup="dead_lock"),
+        absent=("out/.run.lock",), setup="dead_lock", slow=True),
     Row("ctrl-c-pretraining", "run_pretraining", with_flags(
         "run_pretraining", "--num_train_steps=100000"), 130,
         rf"run_pretraining: interrupted; kept .*{CKPT}: the same command resumes from step \d+",
-        exist=("out/checkpoint",), absent=("out/.run.lock",), interrupt=r"Saved checkpoint"),
+        exist=("out/checkpoint",), absent=("out/.run.lock",), interrupt=r"Saved checkpoint",
+        slow=True),
     Row("ctrl-c-classifier", "run_classifier", with_flags(
         "run_classifier", "--num_train_epochs=1000", "--save_checkpoints_steps=2",
         "--iterations_per_loop=2"), 130,
         rf"run_classifier: interrupted; kept .*{CKPT}: the same command resumes",
-        exist=("out/checkpoint",), interrupt=r"Saved checkpoint"),
+        exist=("out/checkpoint",), interrupt=r"Saved checkpoint", slow=True),
     Row("ctrl-c-features", "extract_features", with_flags(
         "extract_features", "--input_file={tmp}/many.txt"), 130,
         r"extract_features: interrupted", absent=("out.jsonl",), setup="many_sentences",
-        interrupt=r"extracted \d+ / 20000 examples"),
+        interrupt=r"extracted \d+ / 20000 examples", slow=True),
     Row("ctrl-c-vocab", "build_vocab", with_flags("build_vocab", "--input_file={tmp}/big.txt"),
         130, r"build_vocab: interrupted", absent=("vocab.txt",), setup="big_text",
-        interrupt=r"Reading 1 file"),
+        interrupt=r"Reading 1 file", slow=True),
     Row("ctrl-c-pretraining-data", "create_pretraining_data", with_flags(
         "create_pretraining_data", "--input_file={tmp}/big.txt", "--num_workers=1"), 130,
         r"create_pretraining_data: interrupted; no output file was written",
         absent=("out.tfrecord",), setup="big_text", interrupt=r"documents read"),
+    Row("sigkill-pretraining-data", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--input_file={tmp}/big.txt", "--num_workers=1"),
+        -signal.SIGKILL, absent=("out.tfrecord",), setup="big_text",
+        interrupt=r"documents read", signum=signal.SIGKILL, check=_killed_then_run_again),
     Row("disk-full-pretraining-data", "create_pretraining_data", with_flags(
-        "create_pretraining_data", "--output_file={tmp}/small/out.tfrecord", "--dupe_factor=20"),
+        "create_pretraining_data", "--output_file={tmp}/small/out.tfrecord", "--dupe_factor=40"),
         1, r"No space left on device writing .*small/out\.tfrecord", full_disk=True),
     Row("disk-full-checkpoint", "run_pretraining", with_flags(
         "run_pretraining", "--output_dir={tmp}/small/out"), 1,
-        r"No space left on device writing .*small/out/model\.ckpt-2", full_disk=True),
+        r"No space left on device writing .*small/out/model\.ckpt-2", full_disk=True, slow=True),
 ]
-assert len({row.id for row in ROWS}) == len(ROWS)
+ROWS_BY_ID = {row.id: row for row in ROWS}
+assert len(ROWS_BY_ID) == len(ROWS)
 
 
 # --- running the rows -------------------------------------------------------------------------
@@ -473,7 +498,7 @@ def _run_row(row, tmp, data):
           assert process.poll() is None, "ended before it could be interrupted"
           assert time.time() < deadline, f"no {row.interrupt!r} in time"
           time.sleep(0.05)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(row.signum)
       process.wait(timeout=max(deadline - time.time(), 1))
     finally:
       process.kill()
@@ -510,26 +535,15 @@ def fixture_data(tmp_path_factory):
   vocab = (SAMPLE / "vocab.txt").read_text().splitlines(keepends=True)
   (data / "vocab_small.txt").write_text("".join(vocab[:1000]))
   (data / "sentences.txt").write_text("The cat sat on the mat.\nIt was warm ||| and dry.\n")
-  _late_id_records(data)
+  copy_records_with_one_changed(  # a token id past the vocabulary (2,231) in record 301
+      data / "pre.tfrecord", data / "late_id.tfrecord", 300,
+      lambda feature: feature["input_ids"].int64_list.value.__setitem__(3, 5000))
   squad = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{
       "context": "The cat sat on the mat.", "qas": [{
           "id": "q1", "question": "Where did the cat sit?",
           "answers": [{"text": "on the mat", "answer_start": 12}]}]}]}]}
   (data / "squad.json").write_text(json.dumps(squad))
   return str(data)
-
-
-def _late_id_records(data):
-  """late_id.tfrecord: pre.tfrecord with token id 5000 (vocab 2,231) in record 301."""
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  with tf.io.TFRecordWriter(str(data / "late_id.tfrecord")) as writer:
-    for i, record in enumerate(tf.data.TFRecordDataset(str(data / "pre.tfrecord"))
-                               .as_numpy_iterator()):
-      if i == 300:
-        example = tf.train.Example.FromString(record)
-        example.features.feature["input_ids"].int64_list.value[3] = 5000
-        record = example.SerializeToString()
-      writer.write(record)
 
 
 @pytest.fixture(name="results", scope="module")
@@ -556,7 +570,8 @@ def fixture_results(request, data, tmp_path_factory):
   return results
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+@pytest.mark.parametrize("row", [pytest.param(row, id=row.id, marks=[pytest.mark.slow] * row.slow)
+                                 for row in ROWS])
 def test_row(row, results, data):
   result = results[row.id]
   if isinstance(result, str):
@@ -578,7 +593,7 @@ def test_row(row, results, data):
     assert os.path.exists(os.path.join(tmp, path)), path
   for path in row.absent:
     assert not os.path.exists(os.path.join(tmp, path)), path
-  leftovers = [name for name in os.listdir(tmp) if re.search(r"\.tmp-\d+$|\.incomplete", name)]
-  assert not leftovers, leftovers
   if row.check:
     row.check(tmp, data)
+  leftovers = [name for name in os.listdir(tmp) if re.search(r"\.tmp-\d+$|\.incomplete", name)]
+  assert not leftovers, leftovers

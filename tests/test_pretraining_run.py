@@ -19,8 +19,8 @@ import fileio
 import modeling
 import pretraining
 from pretraining import inputs
-from tests.helpers import (PRED, SEQ, make_pretraining_records, pretraining_config_file,
-                           pretraining_options, write_records)
+from tests.helpers import (PRED, SEQ, copy_records_with_one_changed, make_pretraining_records,
+                           pretraining_config_file, pretraining_options, write_records)
 from training import loop, summaries
 
 @pytest.fixture(name="data", scope="module")
@@ -233,19 +233,6 @@ def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
     assert not glob.glob(str(tmp_path / name / "model.ckpt*")), name
 
 
-def _copy_with_record_changed(source, target, index, change):
-  """Copies TFRecord file `source` to `target`, record `index` (0-based) passed through `change`
-  (a function editing a tf.train.Example in place)."""
-  with tf.io.TFRecordWriter(str(target)) as writer:
-    for i, serialized in enumerate(tf.data.TFRecordDataset(source).as_numpy_iterator()):
-      if i == index:
-        example = tf.train.Example.FromString(serialized)
-        change(example.features.feature)
-        serialized = example.SerializeToString()
-      writer.write(serialized)
-  return str(target)
-
-
 def test_every_record_is_checked_before_training(data, tmp_path, monkeypatch):
   """A later record that training would fail on (an id outside the embeddings, another
   length) is named by file and record number, across parse batches and files."""
@@ -268,7 +255,7 @@ def test_every_record_is_checked_before_training(data, tmp_path, monkeypatch):
        r"record 301 does not match: feature 'input_mask' has length 65, expected 64"),
   ]
   for number, (change, message) in enumerate(cases):
-    bad = _copy_with_record_changed(second, tmp_path / f"bad{number}.tfrecord", 300, change)
+    bad = copy_records_with_one_changed(second, tmp_path / f"bad{number}.tfrecord", 300, change)
     with pytest.raises(fileio.InputError, match=rf"bad{number}\.tfrecord: {message}"):
       pretraining.run(pretraining_options(data, tmp_path / "out", input_file=f"{first},{bad}"))
   assert not glob.glob(str(tmp_path / "out" / "model.ckpt*"))
