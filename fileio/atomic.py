@@ -2,9 +2,9 @@
 
 Readers see the old file or the complete new one, never a half-written one;
 on any exception (Ctrl-C included, and a full disk, whose error then names the
-target) the temporary is deleted. The temporary is
-`.<name>.tmp-<pid>` in the target's directory (a rename does not cross file
-systems), and is created as any file is, so its mode follows the umask. A
+target) the temporary is deleted. The temporary is `.<name>.tmp-<pid>` in the
+target's directory (a rename does not cross file systems), and is created as
+any file is, so its mode follows the umask. A
 process killed mid-write (SIGKILL) cannot delete its temporary: the next
 write of the same local target removes those of processes no longer running.
 """

@@ -14,6 +14,8 @@ import tempfile
 from absl import logging
 import tensorflow as tf
 
+from fileio import filesystem
+
 # Estimator's prefix: files are model.ckpt-<step>.index / .data-*.
 CHECKPOINT_NAME = 'model.ckpt'
 
@@ -86,8 +88,8 @@ class Checkpointer:
       try:
         path = self._manager.save(checkpoint_number=step)
       except BaseException as e:
-        for partial in tf.io.gfile.glob(prefix + '_temp*'):
-          tf.io.gfile.rmtree(partial)
+        for partial in filesystem.glob(prefix + '_temp*'):
+          filesystem.delete(partial)
         for code in (errno.ENOSPC, errno.EDQUOT):
           if (isinstance(e, tf.errors.ResourceExhaustedError) and
               os.strerror(code) in e.message):
