@@ -1,9 +1,18 @@
-"""`run(main)`: absl's app.run with Google's flags, user errors as one line, Ctrl-C as exit 130."""
+"""`run(main)`: absl's app.run with Google's flags, user errors as one line, Ctrl-C as exit 130.
 
+A healthy run prints no error-level line: on a machine without an NVIDIA
+driver, TensorFlow's CUDA start-up logs `E... failed call to cuInit` (with
+TF_CPP_MIN_LOG_LEVEL below 3), which reads as a failure; `run` drops that line.
+"""
+
+import ctypes
+import errno
 import os
 import sys
+import tempfile
 
 from absl import app
+from absl import flags
 
 from cli.errors import UserError
 
@@ -12,13 +21,61 @@ def _script_name():
   return os.path.splitext(os.path.basename(sys.argv[0]))[0]
 
 
+def _has_cuda_driver():
+  """Whether the NVIDIA driver library (what TensorFlow's cuInit calls into) can be loaded."""
+  try:
+    ctypes.CDLL("libcuda.so.1")
+  except OSError:
+    return False
+  return True
+
+
+def _find_gpus_without_cuinit_error():
+  """Lets TensorFlow (if the script imported it) look for GPUs now, with stderr captured, and
+  passes on all it wrote but the `failed call to cuInit` line, when there is no driver.
+
+  With a driver, a failed cuInit means a GPU that cannot be used: its line stays.
+  TensorFlow lists the GPUs first thing in absl's app.run anyway (an init
+  callback of tf.distribute); that does not start its runtime.
+  """
+  if "tensorflow" not in sys.modules or _has_cuda_driver():
+    return
+  tf = sys.modules["tensorflow"]
+  sys.stderr.flush()
+  saved = os.dup(2)
+  with tempfile.TemporaryFile() as captured:
+    os.dup2(captured.fileno(), 2)
+    try:
+      tf.config.list_physical_devices("GPU")
+    finally:
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)
+    captured.seek(0)
+    lines = captured.read().splitlines(keepends=True)
+  os.write(2, b"".join(line for line in lines if b"failed call to cuInit" not in line))
+
+
+def _parse_flags(argv):
+  """absl's flag parsing, with its errors (unknown flag, bad value, required flag missing)
+  as the one line of a user error."""
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    message = "; ".join(line.strip() for line in str(e).splitlines() if line.strip())
+    print(f"{_script_name()}: error: {message} (--helpshort lists the flags)", file=sys.stderr)
+    sys.exit(1)
+
+
 def run(main, interrupted_note=None):
   """Runs `main(argv)` under absl and exits with its status.
 
-  `main` returns None or an exit status. A `UserError` prints
-  `<script>: error: <message>` and exits 1;
-  KeyboardInterrupt prints `<script>: interrupted` plus `interrupted_note()`
-  (e.g. which checkpoint was kept), if given, and exits 130.
+  `main` returns None or an exit status. A flag absl cannot parse, a
+  `UserError` and a full disk (an OSError ENOSPC or EDQUOT: the writers
+  delete what they had written, and name the file they could not finish)
+  print one line `<script>: error: <message>` and exit 1. KeyboardInterrupt
+  prints `<script>: interrupted` plus `interrupted_note()` (e.g. which
+  checkpoint was kept), if given, and exits 130.
   """
   def wrapped(argv):
     name = _script_name()
@@ -27,9 +84,17 @@ def run(main, interrupted_note=None):
     except UserError as e:
       print(f"{name}: error: {e}", file=sys.stderr)
       sys.exit(1)
+    except OSError as e:
+      if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+        raise
+      where = f" writing {e.filename}" if e.filename else ""
+      print(f"{name}: error: {e.strerror}{where}: free some space, then run the same command "
+            "again", file=sys.stderr)
+      sys.exit(1)
     except KeyboardInterrupt:
       note = interrupted_note() if interrupted_note else None
       print(f"{name}: interrupted" + (f"; {note}" if note else ""), file=sys.stderr)
       sys.exit(130)
     sys.exit(status or 0)
-  app.run(wrapped)
+  _find_gpus_without_cuinit_error()
+  app.run(wrapped, flags_parser=_parse_flags)

@@ -1,9 +1,10 @@
 """Atomic outputs: write under a hidden temporary name beside the target, then rename.
 
 Readers see the old file or the complete new one, never a half-written one;
-on any exception (Ctrl-C included) the temporary is deleted. The temporary is
-`.<name>.tmp-<pid>` in the target's directory (a rename does not cross file
-systems), and is created as any file is, so its mode follows the umask. A
+on any exception (Ctrl-C included, and a full disk, whose error then names the
+target) the temporary is deleted. The temporary is `.<name>.tmp-<pid>` in the
+target's directory (a rename does not cross file systems), and is created as
+any file is, so its mode follows the umask. A
 process killed mid-write (SIGKILL) cannot delete its temporary: the next
 write of the same local target removes those of processes no longer running.
 """
@@ -21,6 +22,13 @@ def temporary_path(path, kind="tmp"):
   """The hidden name `.<name>.<kind>-<pid>` beside `path`."""
   head, name = posixpath.split(os.fspath(path).rstrip("/"))
   return posixpath.join(head, f".{name}.{kind}-{os.getpid()}")
+
+
+def name_output(error, path):
+  """Names `path` in `error` if it is an OSError naming no file (Python's failed writes name
+  none), so that a full disk is reported with the output it stopped."""
+  if isinstance(error, OSError) and error.filename is None:
+    error.filename = path
 
 
 def process_is_running(pid):
@@ -73,12 +81,17 @@ class AtomicFile:
     try:
       filesystem.sync_and_close(self.file, self.temp_path)
       filesystem.rename(self.temp_path, self.path)
-    except BaseException:
+    except BaseException as e:
+      name_output(e, self.path)
       self.abort()
       raise
 
   def abort(self):
-    self.file.close()
+    """Closes and deletes the temporary, also when closing fails (a full disk)."""
+    try:
+      self.file.close()
+    except Exception:  # pylint: disable=broad-except  (discarded: only its deletion matters)
+      pass
     filesystem.delete(self.temp_path)
 
 
@@ -88,7 +101,8 @@ def atomic_output(path, mode="w"):
   output = AtomicFile(path, mode)
   try:
     yield output.file
-  except BaseException:
+  except BaseException as e:
+    name_output(e, output.path)
     output.abort()
     raise
   output.commit()

@@ -4,21 +4,46 @@ Format (Google's): one sentence per line, blank lines between documents. Lines
 are stripped as Google strips them. Unlike Google's reader, the end of a file
 also ends a document (Google's would glue the last document of one file to the
 first of the next when a file does not end with a blank line), and a line that
-is not valid UTF-8 is skipped and counted (or, with `strict`, is an error).
+is not valid UTF-8 is skipped and counted (or, with `strict`, is an error). A
+file with more such lines than good ones is not text (binary, compressed, in
+another encoding) and is an error. Lines far longer than an instance (a whole
+document on one line?) are counted, with a warning naming the first of each file.
 """
 
 import dataclasses
 
+from absl import logging
+
 from fileio import InputError, open_file
+
+# A file is refused once this many of its lines, and more than half, are not UTF-8.
+MIN_BAD_LINES = 100
+
+
+def long_line_chars(max_seq_length):
+  """The length from which a line is mostly dropped: an instance takes at most max_seq_length
+  tokens of one sentence, and this is ~10 times that at ~5 characters a token."""
+  return 50 * max_seq_length
 
 
 @dataclasses.dataclass
 class ReadStats:
-  """What the reader saw: counted so the summary can report what was skipped."""
+  """What the reader saw: counted so the summary can report what was skipped.
+
+  long_line_chars: lines longer than this are counted in `long_lines` (None: not checked).
+  """
+  long_line_chars: int = None
   bytes_read: int = 0
   lines: int = 0
   documents: int = 0
   bad_utf8_lines: int = 0
+  long_lines: int = 0
+
+
+def _not_text(path, lines, bad):
+  return InputError(f"{path}: {bad:,} of its first {lines:,} lines are not valid UTF-8: not a "
+                    "UTF-8 text file (binary? compressed? another encoding?); convert it to "
+                    "UTF-8 text or leave it out of --input_file")
 
 
 def read_documents(files, stats, strict=False):
@@ -28,6 +53,7 @@ def read_documents(files, stats, strict=False):
   """
   for path in files:
     doc, doc_bytes = [], 0
+    line_no = bad = long = 0
     with open_file(path, "rb") as f:
       for line_no, raw in enumerate(f, start=1):
         stats.bytes_read += len(raw)
@@ -39,7 +65,19 @@ def read_documents(files, stats, strict=False):
             raise InputError(f"{path}:{line_no}: line is not valid UTF-8 ({e.reason} at byte "
                              f"{e.start}); drop --strict to skip such lines") from None
           stats.bad_utf8_lines += 1
+          bad += 1
+          if bad >= MIN_BAD_LINES and 2 * bad > line_no:
+            raise _not_text(path, line_no, bad) from None
           continue
+        if stats.long_line_chars and len(line) > stats.long_line_chars:
+          stats.long_lines += 1
+          long += 1
+          if long == 1:
+            logging.warning(
+                "%s:%d: a line of %s characters: each line is read as one sentence, and an "
+                "instance takes at most --max_seq_length tokens of a sentence, so most of it is "
+                "dropped. Put one sentence per line (lines over %s characters are counted in "
+                "the summary).", path, line_no, f"{len(line):,}", f"{stats.long_line_chars:,}")
         if line:
           doc.append(line)
           doc_bytes += len(raw)
@@ -47,6 +85,8 @@ def read_documents(files, stats, strict=False):
           stats.documents += 1
           yield doc, doc_bytes
           doc, doc_bytes = [], 0
+    if 2 * bad > line_no:
+      raise _not_text(path, line_no, bad)
     if doc:
       stats.documents += 1
       yield doc, doc_bytes

@@ -303,7 +303,9 @@ class Summary:
         f"  input: {len(self.input_files)} file(s), {self.read.bytes_read:,} bytes, "
         f"{self.read.documents:,} documents in {self.chunks} chunk(s); skipped "
         f"{self.read.bad_utf8_lines:,} non-UTF-8 line(s), "
-        f"{self.empty_documents:,} empty document(s)",
+        f"{self.empty_documents:,} empty document(s)" + (
+            f"; {self.read.long_lines:,} line(s) over {self.read.long_line_chars:,} "
+            "characters, mostly dropped (see the warning)" if self.read.long_lines else ""),
         f"  random-next pairs: {s['random_next'] / n:.1%}; short target length: "
         f"{s['short_target_documents'] / max(s['documents'], 1):.1%} of documents",
         f"  masked positions: {s['predictions'] / n:.2f} per instance; [MASK] "
@@ -326,7 +328,7 @@ def run(config, progress_stream=sys.stderr):
 
   total_bytes = sum(file_size(f) for f in input_files)
   progress = Progress(total_bytes, progress_stream)
-  read_stats = documents.ReadStats()
+  read_stats = documents.ReadStats(documents.long_line_chars(config.max_seq_length))
   stats = collections.Counter()
   empty_docs = chunks = max_held = 0
   done_bytes = 0.0

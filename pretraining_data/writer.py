@@ -12,6 +12,7 @@ import numpy as np
 
 from cli import UserError
 from fileio import AtomicFile, exists, frame_record, isdir
+from fileio.atomic import name_output
 from fileio.filesystem import is_local
 from pretraining_data import features
 
@@ -170,7 +171,11 @@ class ShardedRecordWriter:
     self.count = 0
 
   def write(self, record):
-    self._files[self._next].write(record)
+    try:
+      self._files[self._next].write(record)
+    except OSError as e:
+      name_output(e, self.paths[self._next])
+      raise
     self._next = (self._next + 1) % len(self._files)
     self.count += 1
 

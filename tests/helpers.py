@@ -1,6 +1,7 @@
 """What several test modules share: paths, tiny BERT models and configs, the trainers' data
 and options, the training loop's toy job, and helpers for tests that run subprocesses."""
 
+import errno
 import io
 import json
 import os
@@ -169,6 +170,20 @@ def write_records(path, arrays):
       writer.write(tf.train.Example(
           features=tf.train.Features(feature=feature)).SerializeToString())
 
+
+def copy_records_with_one_changed(source, target, index, change):
+  """Copies TFRecord file `source` to `target`, record `index` (0-based) passed through `change`
+  (a function editing the record's feature map in place); returns `target`."""
+  with tf.io.TFRecordWriter(str(target)) as writer:
+    for i, serialized in enumerate(tf.data.TFRecordDataset(str(source)).as_numpy_iterator()):
+      if i == index:
+        example = tf.train.Example.FromString(serialized)
+        change(example.features.feature)
+        serialized = example.SerializeToString()
+      writer.write(serialized)
+  return str(target)
+
+
 # --- run_classifier: data and options ---------------------------------------------------------
 
 
@@ -304,6 +319,19 @@ def run_python(code):
                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), check=False)
   assert out.returncode == 0, out.stderr[-3000:]
   return out.stdout
+
+
+class FullDiskFile(io.FileIO):
+  """A local file on a full disk: a write that reaches it (a flush) fails with ENOSPC."""
+
+  def write(self, b):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def open_on_full_disk(path, mode):
+  """`fileio.filesystem.open_file` ("w" or "wb") on a full disk, for monkeypatching."""
+  raw = io.BufferedWriter(FullDiskFile(path, "w"))
+  return io.TextIOWrapper(raw, encoding="utf-8", newline="") if mode == "w" else raw
 
 
 def free_port():

@@ -2,6 +2,7 @@
 `--help` lists the runtime flags with each trainer script's own."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -36,6 +37,22 @@ def test_user_error_is_one_line_and_exit_1(tmp_path):
   assert (out.returncode, out.stderr) == (1, "demo: error: --x must be positive, got 0\n")
 
 
+def test_a_flag_absl_cannot_parse_is_one_line_and_exit_1(tmp_path):
+  out = subprocess.run(_script(tmp_path, "return 0") + ["--nonexistent=1"], capture_output=True,
+                       text=True, env=ENV, check=False)
+  assert (out.returncode, out.stderr) == (1, "demo: error: Unknown command line flag "
+                                             "'nonexistent' (--helpshort lists the flags)\n")
+
+
+def test_a_full_disk_is_one_line_and_exit_1(tmp_path):
+  out = subprocess.run(_script(tmp_path, "import errno\nraise OSError(errno.ENOSPC, "
+                                         "'No space left on device', '/data/out.txt')"),
+                       capture_output=True, text=True, env=ENV, check=False)
+  assert (out.returncode, out.stderr) == (1, "demo: error: No space left on device writing "
+                                             "/data/out.txt: free some space, then run the same "
+                                             "command again\n")
+
+
 def test_a_bug_keeps_its_traceback(tmp_path):
   out = subprocess.run(_script(tmp_path, "return {}['missing']"), capture_output=True,
                        text=True, env=ENV, check=False)
@@ -55,6 +72,19 @@ def test_ctrl_c_is_exit_130(tmp_path):
   process.send_signal(signal.SIGINT)
   _, stderr = process.communicate(timeout=30)
   assert (process.returncode, stderr) == (130, "demo: interrupted\n")
+
+
+def test_a_healthy_tensorflow_run_prints_no_error_level_line(tmp_path):
+  """TensorFlow's CUDA start-up logs `E... failed call to cuInit` on a machine without an
+  NVIDIA driver, at any TF_CPP_MIN_LOG_LEVEL below 3; a newcomer reads it as a failure."""
+  path = tmp_path / "tf_demo.py"
+  path.write_text("import tensorflow as tf\nimport cli\n"
+                  "cli.run(lambda argv: print(int(tf.constant(2) * 3)))\n")
+  env = {k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+  out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env,
+                       check=False)
+  assert (out.returncode, out.stdout) == (0, "6\n"), out.stderr[-3000:]
+  assert not re.findall(r"^E\d{4} .*", out.stderr, re.M)
 
 
 RUNTIME_FLAGS = ("--distribution_strategy", "--dtype", "--use_xla", "--kernels", "--optimizer",

@@ -1,5 +1,6 @@
 """fileio: input patterns, atomic files and directories, TFRecord framing; local and ram://."""
 
+import errno
 import itertools
 import os
 import stat
@@ -11,7 +12,7 @@ import tensorflow as tf
 
 import fileio
 from fileio import InputError, atomic_directory, atomic_output, atomic_write_text, filesystem
-from tests.helpers import REPO
+from tests.helpers import REPO, open_on_full_disk
 
 _ram_dirs = itertools.count()
 
@@ -77,6 +78,19 @@ def test_atomic_output_replaces_only_on_success(root):
         raise error
     assert _read(path) == "new\r\nüñï\n"
     assert tf.io.gfile.listdir(root) == ["out.txt"]
+
+
+@pytest.mark.parametrize("size", [10, 100_000])
+def test_a_full_disk_leaves_no_temporary_and_names_the_output(tmp_path, monkeypatch, size):
+  """Failing in a write (100 KB: beyond the buffer) or in the flush of commit (10 bytes)."""
+  path = tmp_path / "out.txt"
+  atomic_write_text(path, "old\n")
+  monkeypatch.setattr(filesystem, "open_file", open_on_full_disk)
+  with pytest.raises(OSError) as raised:
+    with atomic_output(path) as f:
+      f.write("x" * size)
+  assert (raised.value.errno, raised.value.filename) == (errno.ENOSPC, str(path))
+  assert os.listdir(tmp_path) == ["out.txt"] and path.read_text() == "old\n"
 
 
 def test_atomic_output_creates_the_parent_directory(root):

@@ -160,16 +160,17 @@ def test_wrong_number_of_layers(tiny_dir, config):
     modeling.load_google_checkpoint(modeling.build_encoder(config.replace(num_hidden_layers=3)),
                                     tiny_dir)
   with pytest.raises(modeling.CheckpointError,
-                     match=r"unexpected bert/encoder/layer_1/attention/output/dense/bias"):
+                     match=r"layers, model has 1; unexpected bert/encoder/layer_1/attention/"):
     modeling.load_google_checkpoint(modeling.build_encoder(config.replace(num_hidden_layers=1)),
                                     tiny_dir)
 
 
-def test_wrong_intermediate_size_lists_every_problem(tiny_dir, config):
+def test_wrong_intermediate_size_is_one_line_naming_the_first_problems(tiny_dir, config):
   model = modeling.build_encoder(config.replace(intermediate_size=256))
-  with pytest.raises(modeling.CheckpointError, match=r"\(6 problems\)") as e:
+  with pytest.raises(modeling.CheckpointError, match=r"\(6 problem\(s\)\): ") as e:
     modeling.load_google_checkpoint(model, tiny_dir)
-  assert "bert/encoder/layer_1/intermediate/dense/kernel: checkpoint [128, 512]" in str(e.value)
+  assert "bert/encoder/layer_0/intermediate/dense/kernel: checkpoint [128, 512]" in str(e.value)
+  assert str(e.value).endswith("; and 3 more") and "\n" not in str(e.value)
 
 
 def test_non_bert_checkpoint(tmp_path, config):
@@ -190,3 +191,14 @@ def test_missing_and_corrupt_files(tmp_path, config):
   (tmp_path / "bad.ckpt.index").write_bytes(b"not an index")
   with pytest.raises(modeling.CheckpointError, match="cannot read checkpoint .*bad.ckpt"):
     modeling.load_google_checkpoint(encoder, tmp_path / "bad.ckpt")
+
+
+def test_a_cut_data_file_is_named(tiny_dir, tmp_path, config):
+  """The index is whole but the data file was cut (a partial copy): TensorFlow's reader
+  raises IndexError, not an OpError."""
+  for path in tiny_dir.glob("bert_model.ckpt.*"):
+    data = path.read_bytes()
+    (tmp_path / path.name).write_bytes(data[:len(data) // 10] if ".data-" in path.name else data)
+  with pytest.raises(modeling.CheckpointError, match=r"bert_model\.ckpt: cannot read bert/.* "
+                                                     r"the checkpoint's data is cut or damaged"):
+    modeling.load_google_checkpoint(modeling.build_encoder(config), tmp_path / "bert_model.ckpt")

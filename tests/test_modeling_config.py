@@ -83,3 +83,15 @@ def test_presets():
                    "base": (12, 768, 12, 3072), "large": (24, 1024, 16, 4096)}
   with pytest.raises(modeling.ConfigError, match="unknown preset 'huge'"):
     modeling.BertConfig.preset("huge")
+
+
+def test_load_config_reads_a_file_given_as_the_config(tmp_path):
+  """Any file but .safetensors is the config itself, whatever its name: a vocab.txt given by
+  mistake is an error, not a reason to read the bert_config.json beside it."""
+  (tmp_path / "bert_config.json").write_text(json.dumps(SHAPES))
+  (tmp_path / "config.txt").write_text(json.dumps(dict(SHAPES, vocab_size=7)))
+  (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n")
+  assert modeling.load_config(tmp_path / "config.txt").vocab_size == 7
+  with pytest.raises(modeling.ConfigError, match=r"vocab\.txt: not valid JSON"):
+    modeling.load_config(tmp_path / "vocab.txt")
+  assert modeling.load_config(tmp_path / "model.ckpt-5") == modeling.BertConfig.from_dict(SHAPES)

@@ -1,5 +1,6 @@
 """create_pretraining_data end to end: determinism, bounded memory, atomic output, bad input, CLI."""
 
+import errno
 import os
 import pathlib
 import subprocess
@@ -9,9 +10,9 @@ import pytest
 
 import cli
 import tokenization
-from fileio import InputError
+from fileio import InputError, filesystem
 from pretraining_data import masking, pipeline, writer
-from tests.helpers import REPO
+from tests.helpers import REPO, open_on_full_disk
 
 
 def _run(tmp_path, inputs, vocab, name="out.tfrecord", **kw):
@@ -101,6 +102,25 @@ def test_failure_leaves_no_output_and_keeps_the_old_file(tmp_path, heldout, goog
   assert out.stat().st_size > 1000 and summary.instances > 1000
 
 
+def test_a_full_disk_leaves_no_output_and_names_the_file(tmp_path, heldout, google_vocab,
+                                                         monkeypatch):
+  """The writes to the second output fail as on a full disk: both temporaries go."""
+  real_open = filesystem.open_file
+
+  def open_file(path, mode):
+    if "b.tfrecord" not in str(path):
+      return real_open(path, mode)
+    return open_on_full_disk(path, mode)
+
+  monkeypatch.setattr(filesystem, "open_file", open_file)
+  outputs = f"{tmp_path / 'a.tfrecord'},{tmp_path / 'b.tfrecord'}"
+  with pytest.raises(OSError) as raised:
+    _run(tmp_path, heldout, google_vocab, output_file=outputs)
+  assert raised.value.errno == errno.ENOSPC
+  assert raised.value.filename == str(tmp_path / "b.tfrecord")
+  assert os.listdir(tmp_path) == []
+
+
 def test_an_input_file_is_never_an_output(tmp_path, google_vocab):
   """--output_file naming the corpus (here through a symlink) is refused even with --overwrite."""
   corpus = tmp_path / "corpus.txt"
@@ -138,6 +158,37 @@ def test_non_utf8_lines_skipped_and_counted_or_strict(tmp_path, google_vocab):
   with pytest.raises(InputError, match=r"bad\.txt:4: line is not valid UTF-8"):
     _run(tmp_path, f, google_vocab, name="strict.tfrecord", strict=True)
   assert not (tmp_path / "strict.tfrecord").exists()
+
+
+def test_a_file_mostly_not_utf8_is_refused_by_name(tmp_path, google_vocab):
+  good = b"The cat sat on the mat.\n"
+  # Binary data with a few text lines: refused at its 100th bad line, not read to the end.
+  (tmp_path / "ok.txt").write_bytes(good * 40)
+  binary = tmp_path / "model.bin"
+  binary.write_bytes(good * 3 + b"\xff\xfe\x00 junk\n" * 1000 + good)
+  with pytest.raises(InputError, match=r"model\.bin: 100 of its first 103 lines are not valid "
+                                       r"UTF-8: not a UTF-8 text file"):
+    _run(tmp_path, f"{tmp_path / 'ok.txt'},{binary}", google_vocab, name="b.tfrecord")
+  # A small one: judged at its end (2 bad lines of 3).
+  small = tmp_path / "small.bin"
+  small.write_bytes(b"\x89PNG data\n" + good + b"\xff\xd8 more\n")
+  with pytest.raises(InputError, match=r"small\.bin: 2 of its first 3 lines"):
+    _run(tmp_path, small, google_vocab, name="s.tfrecord")
+  assert sorted(os.listdir(tmp_path)) == ["model.bin", "ok.txt", "small.bin"]
+
+
+def test_lines_far_longer_than_an_instance_are_counted_with_a_warning(tmp_path, google_vocab,
+                                                                       caplog):
+  f = tmp_path / "long.txt"
+  sentence = "The cat sat on the mat. "
+  f.write_text("A short first sentence.\n" + sentence * 200 + "\nShort.\n\n" +
+               "Another document.\n" + sentence * 150 + "\n")
+  summary = _run(tmp_path, f, google_vocab, max_seq_length=32, max_predictions_per_seq=5)
+  assert summary.read.long_lines == 2 and summary.instances >= 2
+  assert ("2 line(s) over 1,600 characters, mostly dropped (see the warning)"
+          in "\n".join(summary.lines()))
+  warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+  assert len(warnings) == 1 and f"{f}:2: a line of 4,799 characters" in warnings[0]
 
 
 def test_empty_documents_counted_and_empty_input_fails(tmp_path, google_vocab):

@@ -18,8 +18,9 @@ import tf_keras
 import fileio
 import modeling
 import pretraining
-from tests.helpers import (PRED, SEQ, make_pretraining_records, pretraining_config_file,
-                           pretraining_options, write_records)
+from pretraining import inputs
+from tests.helpers import (PRED, SEQ, copy_records_with_one_changed, make_pretraining_records,
+                           pretraining_config_file, pretraining_options, write_records)
 from training import loop, summaries
 
 @pytest.fixture(name="data", scope="module")
@@ -161,7 +162,7 @@ def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
   input_file, config_file, _ = data
   first = sorted(glob.glob(input_file))[0]
   with pytest.raises(fileio.InputError,
-                     match=r"a\.tfrecord: the first record does not match: feature "
+                     match=r"a\.tfrecord: record 1 does not match: feature "
                      r"'input_ids' has length 64, expected 128 \(--max_seq_length=128\)"):
     pretraining.run(pretraining_options(data, tmp_path / "o1", max_seq_length=128))
   with pytest.raises(fileio.InputError,
@@ -208,8 +209,9 @@ def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
   # The model's config against the data.
   small = modeling.BertConfig.from_json_file(config_file).replace(vocab_size=100)
   (tmp_path / "small.json").write_text(small.to_json_string())
-  with pytest.raises(fileio.InputError, match=r"a\.tfrecord: .*token id \d+ >= the "
-                     r"model's vocab_size 100"):
+  with pytest.raises(fileio.InputError, match=r"a\.tfrecord: record 1 does not match: "
+                     r"feature 'input_ids' holds \d+, outside \[0, 100\) \(the model's "
+                     r"vocab_size"):
     pretraining.run(pretraining_options(data, tmp_path / "o5",
                                         bert_config_file=str(tmp_path / "small.json")))
   with pytest.raises(fileio.InputError, match="matches no file"):
@@ -229,3 +231,32 @@ def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
                                         train_batch_size=2))
   for name in ("o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8"):
     assert not glob.glob(str(tmp_path / name / "model.ckpt*")), name
+
+
+def test_every_record_is_checked_before_training(data, tmp_path, monkeypatch):
+  """A later record that training would fail on (an id outside the embeddings, another
+  length) is named by file and record number, across parse batches and files."""
+  monkeypatch.setattr(inputs, "CHECK_BATCH", 64)
+  first, second = sorted(glob.glob(data[0]))
+
+  def set_value(name, position, value):
+    return lambda feature: feature[name].int64_list.value.__setitem__(position, value)
+
+  cases = [
+      (set_value("input_ids", 3, 5000), r"record 301 does not match: feature 'input_ids' "
+                                        r"holds 5000, outside \[0, 2231\)"),
+      (set_value("masked_lm_ids", 0, -1), r"record 301 does not match: feature "
+                                          r"'masked_lm_ids' holds -1"),
+      (set_value("masked_lm_positions", 0, SEQ), r"record 301 does not match: feature "
+       rf"'masked_lm_positions' holds {SEQ}, outside \[0, {SEQ}\) \(--max_seq_length\)"),
+      (set_value("segment_ids", 0, 2), r"record 301 does not match: feature 'segment_ids' "
+                                       r"holds 2, outside \[0, 2\) \(the model's type_vocab"),
+      (lambda feature: feature["input_mask"].int64_list.value.append(1),
+       r"record 301 does not match: feature 'input_mask' has length 65, expected 64"),
+  ]
+  for number, (change, message) in enumerate(cases):
+    bad = copy_records_with_one_changed(second, tmp_path / f"bad{number}.tfrecord", 300, change)
+    with pytest.raises(fileio.InputError, match=rf"bad{number}\.tfrecord: {message}"):
+      pretraining.run(pretraining_options(data, tmp_path / "out", input_file=f"{first},{bad}"))
+  assert not glob.glob(str(tmp_path / "out" / "model.ckpt*"))
+

@@ -2,7 +2,11 @@
 gradient accumulation, logging, summaries, checkpoints and resume, warm start, NaN stop,
 mixed precision, XLA, evaluation and prediction, metrics, bad settings."""
 
+import contextlib
+import errno
+import gc
 import glob
+import logging
 import os
 
 import numpy as np
@@ -17,6 +21,20 @@ from training import evaluation
 from training import loop
 from training import optimizer as optimizer_lib
 from training import strategy as strategy_lib
+
+
+@contextlib.contextmanager
+def _tensorflow_warnings():
+  """Collects the messages TensorFlow's Python logger warns of within the block."""
+  messages = []
+  handler = logging.Handler(logging.WARNING)
+  handler.emit = lambda record: messages.append(record.getMessage())
+  logger = logging.getLogger('tensorflow')
+  logger.addHandler(handler)
+  try:
+    yield messages
+  finally:
+    logger.removeHandler(handler)
 
 
 @pytest.fixture(name='one_device')
@@ -128,7 +146,35 @@ def test_restart_resumes_and_warm_start_runs_only_at_step_zero(one_device,
   assert again.global_step == 20
   # The restart ran 10 more steps, from the saved step 10.
   assert os.path.exists(tmp_path / 'model.ckpt-20.index')
-  assert toy_trainer(one_device, tmp_path, 20).train() == {}
+  # A finished run started again trains nothing and leaves the optimizer state it did not
+  # need without a warning about "unrestored values".
+  with _tensorflow_warnings() as warnings:
+    done = toy_trainer(one_device, tmp_path, 20)
+    assert done.train() == {}
+    del done
+    gc.collect()
+  assert not warnings, warnings
+
+
+def test_a_full_disk_removes_the_partial_checkpoint_and_keeps_the_last(one_device, tmp_path,
+                                                                       monkeypatch):
+  real_save = tf.train.CheckpointManager.save
+
+  def save(manager, checkpoint_number):
+    if checkpoint_number < 10:
+      return real_save(manager, checkpoint_number=checkpoint_number)
+    os.makedirs(tmp_path / f'model.ckpt-{checkpoint_number}_temp')
+    (tmp_path / f'model.ckpt-{checkpoint_number}_temp' / 'part-00000').write_bytes(b'x')
+    raise tf.errors.ResourceExhaustedError(
+        None, None, f'{tmp_path}/model.ckpt-10_temp/part-00000; No space left on device')
+
+  monkeypatch.setattr(tf.train.CheckpointManager, 'save', save)
+  with pytest.raises(OSError) as raised:
+    toy_trainer(one_device, tmp_path, 10, save_checkpoints_steps=5).train()
+  assert raised.value.errno == errno.ENOSPC
+  assert raised.value.filename == os.path.join(tmp_path, 'model.ckpt-10')
+  assert not glob.glob(str(tmp_path / '*_temp*'))
+  assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-5')
 
 
 def test_nan_loss_stops_and_keeps_last_good_checkpoint(one_device, tmp_path):

@@ -5,12 +5,16 @@ BERT jobs write `modeling.new_checkpoint`s, which `modeling.load_checkpoint`
 reads back into any BERT model (evaluation, fine-tuning, features).
 """
 
+import errno
+import os
 import re
 import shutil
 import tempfile
 
 from absl import logging
 import tensorflow as tf
+
+from fileio import filesystem
 
 # Estimator's prefix: files are model.ckpt-<step>.index / .data-*.
 CHECKPOINT_NAME = 'model.ckpt'
@@ -43,6 +47,7 @@ class Checkpointer:
     self._checkpoint = checkpoint
     self._directory = directory
     self._is_chief = is_chief
+    self._restored = None
     if is_chief:
       self._manager = tf.train.CheckpointManager(
           checkpoint, directory, max_to_keep, checkpoint_name=CHECKPOINT_NAME)
@@ -53,17 +58,43 @@ class Checkpointer:
     return tf.train.latest_checkpoint(self._directory)
 
   def restore_latest(self):
-    """Restores the latest checkpoint; returns its path, or None if none."""
+    """Restores the latest checkpoint; returns its path, or None if none.
+
+    Optimizer slots and hyper-parameters are created by the first training
+    step and restored then; `skip_pending` when no step will run.
+    """
     latest = self.latest
     if latest is not None:
-      self._checkpoint.restore(latest).assert_existing_objects_matched()
+      self._restored = self._checkpoint.restore(latest)
+      self._restored.assert_existing_objects_matched()
       logging.info('Restored checkpoint %s at step %d', latest,
                    checkpoint_step(latest))
     return latest
 
+  def skip_pending(self):
+    """Drops what the restore left for the first training step (no warning about it at exit)."""
+    if self._restored is not None:
+      self._restored.expect_partial()
+
   def save(self, step):
+    """Saves the state as checkpoint `step`; the previous checkpoints stay as they are.
+
+    A failed save (Ctrl-C included) deletes its partial `model.ckpt-<step>_temp`;
+    a full disk (TensorFlow's ResourceExhaustedError) becomes OSError ENOSPC or
+    EDQUOT naming the checkpoint.
+    """
     if self._is_chief:
-      path = self._manager.save(checkpoint_number=step)
+      prefix = os.path.join(self._directory, f'{CHECKPOINT_NAME}-{step}')
+      try:
+        path = self._manager.save(checkpoint_number=step)
+      except BaseException as e:
+        for partial in filesystem.glob(prefix + '_temp*'):
+          filesystem.delete(partial)
+        for code in (errno.ENOSPC, errno.EDQUOT):
+          if (isinstance(e, tf.errors.ResourceExhaustedError) and
+              os.strerror(code) in e.message):
+            raise OSError(code, os.strerror(code), prefix) from None
+        raise
       logging.info('Saved checkpoint %s', path)
       return
     tmpdir = tempfile.mkdtemp(prefix='checkpoint_')

@@ -300,6 +300,7 @@ class Trainer:
     if step >= config.num_train_steps:
       logging.info('Global step %d >= num_train_steps %d: nothing to train',
                    step, config.num_train_steps)
+      checkpointer.skip_pending()
       return {}
     writer = summaries.ScalarWriter(config.output_dir, is_chief)
     examples_per_step = (config.train_batch_size *

@@ -4,10 +4,15 @@ import dataclasses
 
 from absl import logging
 import numpy as np
+import tensorflow as tf
 
 from cli import UserError
 
 from modeling.checkpoints import names as names_lib
+
+
+# Problems named in the one line of a CheckpointError (the count says how many there are).
+SHOWN_PROBLEMS = 3
 
 
 class CheckpointError(UserError, ValueError):
@@ -60,8 +65,9 @@ def assign_named_arrays(model, shapes, get_array, source):
     source: text naming the checkpoint, for errors and the report.
 
   The encoder is strict: a missing, mis-shaped or extra `bert/` weight raises
-  CheckpointError listing all problems. A head is loaded when all its weights
-  are present and reported when none is; optimizer state is ignored.
+  CheckpointError, one line counting the problems and naming the first. A head
+  is loaded when all its weights are present and reported when none is;
+  optimizer state is ignored.
   """
   encoder = names_lib.find_encoder(model)
   wanted = names_lib.encoder_variables(encoder)
@@ -95,10 +101,17 @@ def assign_named_arrays(model, shapes, get_array, source):
   problems += [p for p in (_shape_problem(name, shapes[name], var)
                            for name, var in wanted.items() if name in shapes) if p]
   if problems:
-    raise CheckpointError(f"{source} does not fit the model ({len(problems)} problems):\n  "
-                          + "\n  ".join(problems))
+    shown = "; ".join(problems[:SHOWN_PROBLEMS])
+    more = f"; and {len(problems) - SHOWN_PROBLEMS} more" if len(problems) > SHOWN_PROBLEMS else ""
+    raise CheckpointError(f"{source} does not fit the model ({len(problems)} problem(s)): "
+                          f"{shown}{more}")
   for name, var in wanted.items():
-    var.assign(np.asarray(get_array(name), dtype=var.dtype.as_numpy_dtype))
+    try:
+      value = get_array(name)
+    except (tf.errors.OpError, IndexError) as e:  # TensorFlow's reader on a cut or damaged file
+      raise CheckpointError(f"{source}: cannot read {name} ({e}): the checkpoint's data is cut "
+                            "or damaged (a partial copy?)") from None
+    var.assign(np.asarray(value, dtype=var.dtype.as_numpy_dtype))
     report.loaded.append(name)
   report.ignored = sorted(name for name in shapes if name not in wanted)
   logging.info(report.summary())

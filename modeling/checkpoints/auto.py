@@ -60,13 +60,16 @@ def load_checkpoint(model, path):
 def load_config(path):
   """The `BertConfig` for a checkpoint or a config file.
 
-  - a `.json` file: Google's `bert_config.json`, or HF's `config.json` (it has
-    `model_type`; HF's "gelu" is read as exact GELU);
+  - a `.json` file, or any other file but `.safetensors`: Google's
+    `bert_config.json`, or HF's `config.json` (it has `model_type`; HF's "gelu"
+    is read as exact GELU); so a file given by mistake is reported, not passed
+    over for the config beside it;
   - an HF directory or `.safetensors` file: its `config.json`;
-  - any other checkpoint: the `bert_config.json` of its directory.
+  - any other checkpoint (a prefix or a directory): the `bert_config.json` of its directory.
   """
   path = os.fspath(path)
-  if path.endswith(".json"):
+  is_file = tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
+  if path.endswith(".json") or (is_file and not path.endswith(".safetensors")):
     try:
       with tf.io.gfile.GFile(path, "r") as f:
         is_hf = "model_type" in json.load(f)

