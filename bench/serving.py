@@ -119,7 +119,8 @@ def main():
   for result in (ours, peer):
     print(json.dumps(result))
   for key in ("batch1_median_ms", "batch1_p90_ms"):
-    print(f"{key}: ours {ours[key]:.2f} vs HF {peer[key]:.2f} (HF / ours {peer[key] / ours[key]:.2f})")
+    print(f"{key}: ours {ours[key]:.2f} vs HF {peer[key]:.2f} "
+          f"(HF / ours {peer[key] / ours[key]:.2f})")
   key = "batch32_pairs_per_second"
   print(f"{key}: ours {ours[key]:.1f} vs HF {peer[key]:.1f} (ratio {ours[key] / peer[key]:.2f})")
   return None

@@ -9,8 +9,8 @@ Each returns `probabilities` (float32 [batch, num_labels]) and `label` (the
 predicted label name, string [batch]), or for regression `score` (float32
 [batch]). The text signatures tokenize and pack with tensorflow-text exactly as
 run_classifier's features are made (`tokenization.in_graph.InGraphTokenizer`),
-then cut to the batch's longest row as training batches are. The vocabulary and label_list.json are assets. Loading needs only
-`tensorflow` and `tensorflow_text` (for the WordPiece op).
+then cut to the batch's longest row. The vocabulary and label_list.json are
+assets. Loading needs only `tensorflow` and `tensorflow_text` (for the WordPiece op).
 """
 
 import os
@@ -19,7 +19,6 @@ import tempfile
 import tensorflow as tf
 
 from classification import labels as labels_lib
-from classification.task import TRIM_MULTIPLE
 import fileio
 from modeling import INPUT_NAMES
 from tokenization.in_graph import InGraphTokenizer
@@ -70,9 +69,10 @@ class ClassifierModule(tf.Module):
                           "segment_ids": segment_ids})
 
   def _serve_packed(self, features):
-    """Outputs of packed [batch, max_seq_length] features cut to the batch's longest row
-    (as in training): a short request does not pay for max_seq_length."""
-    return self._outputs(inputs.trim_padding(features, TRIM_MULTIPLE, INPUT_NAMES))
+    """Outputs of packed [batch, max_seq_length] features cut to the batch's longest row:
+    a short request does not pay for max_seq_length. Exactly to the longest row: unlike
+    training, inference compiles no kernel per shape."""
+    return self._outputs(inputs.trim_padding(features, 1, INPUT_NAMES))
 
   def _serve_text(self, text_a):
     return self._serve_packed(self.tokenizer.pack(self.tokenizer.tokenize(text_a), None,
