@@ -27,7 +27,7 @@ def trim_padding(features, multiple, names, mask_name="input_mask"):
   the compiled kernels see (S / multiple).
   """
   mask = features[mask_name]
-  # At least 1: an empty batch (a replica's share of a last, partial batch) keeps a token.
+  # At least 1: an empty batch (an empty serving request) keeps one column.
   longest = tf.maximum(tf.reduce_max(tf.reduce_sum(mask, axis=1)), 1)
   length = tf.minimum(tf.shape(mask)[1], (longest + multiple - 1) // multiple * multiple)
   return {name: t[:, :length] if name in names else t for name, t in features.items()}
@@ -49,7 +49,11 @@ def tfrecord_dataset_fn(files, feature_spec, mode, batch_size, seed=None,
   is_training = mode == task_lib.TRAIN
   if drop_remainder is None:
     drop_remainder = is_training
-  parse = parse_fn(feature_spec)
+  parse_only = parse_fn(feature_spec)
+
+  def parse(serialized):  # trimmed in the same map as the parsing
+    features = parse_only(serialized)
+    return trim_padding(features, *trim) if trim else features
 
   def dataset_fn(context):
     shard_files = len(files) >= context.num_input_pipelines
@@ -68,9 +72,6 @@ def tfrecord_dataset_fn(files, feature_spec, mode, batch_size, seed=None,
       d = d.shuffle(SHUFFLE_BUFFER, seed=seed)
     d = d.batch(context.get_per_replica_batch_size(batch_size), drop_remainder=drop_remainder)
     d = d.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-    if trim:
-      d = d.map(lambda features: trim_padding(features, *trim),
-                num_parallel_calls=tf.data.AUTOTUNE)
     return d.prefetch(tf.data.AUTOTUNE)
 
   return dataset_fn
