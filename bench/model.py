@@ -22,6 +22,7 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import modeling  # pylint: disable=g-import-not-at-top,wrong-import-position
+from modeling.params import forward_flops  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 class MatmulProbe:
@@ -58,13 +59,6 @@ def timed_with_peak(fn, steps, probe):
     times.append(time.perf_counter() - start)
     peaks.append(probe.rate())
   return min(times), max(peaks)
-
-
-def forward_flops(config, seq):
-  """Matmul FLOPs of one example's forward pass (dense layers + attention)."""
-  h, i, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
-  per_token = 2 * (4 * h * h + 2 * h * i) + 2 * 2 * seq * h
-  return layers * seq * per_token + 2 * h * h
 
 
 def features(config, batch, seq):

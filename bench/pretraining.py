@@ -35,13 +35,13 @@ VOCAB_SIZE, SEQ, PREDICTIONS = 30522, 128, 20
 def step_flops(config, masked_positions_only):
   """Matmul FLOPs of one sequence's training step (backward = 2x forward).
 
-  The encoder as bench/model.py counts it (dense layers, attention, pooler),
+  The encoder as `modeling.params.forward_flops` counts it (dense layers, attention, pooler),
   less the rows a masked-positions-only last layer skips (its query and output
   projections, feed-forward and attention rows outside [CLS] and the masked
   positions), plus the masked-LM transform and its 30,522-way decoder; the
   next-sentence head is negligible.
   """
-  from model import forward_flops  # pylint: disable=import-outside-toplevel  # bench/model.py
+  from modeling.params import forward_flops  # pylint: disable=import-outside-toplevel
   h, i = config.hidden_size, config.intermediate_size
   forward = forward_flops(config, SEQ) + PREDICTIONS * 2 * h * (h + config.vocab_size)
   if masked_positions_only:

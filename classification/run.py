@@ -4,7 +4,9 @@ Mirrors Google's `run_classifier.py`: the classifier head on the pooled [CLS]
 output, the optimizer with warmup_proportion warm-up and linear decay over
 num_train_steps = int(len(train_examples) / train_batch_size * num_train_epochs),
 TFRecords `train.tf_record` / `eval.tf_record` / `predict.tf_record` in
-output_dir, `eval_results.txt` and `test_results.tsv`. The task
+output_dir, `eval_results.txt` and `test_results.tsv`; also the model's
+`bert_config.json` beside the checkpoints, so output_dir is an init_checkpoint
+(or a distillation teacher) without --bert_config_file. The task
 (`classification.task`) runs on `training.runner.Runner`: strategies, mixed
 precision, XLA, kernels, accumulation, checkpoints and resume in output_dir,
 weights from `init_checkpoint` in any format `modeling.load_checkpoint` reads.
@@ -85,11 +87,10 @@ class ClassifierRun:
     self.processor = registry.get_processor(o.task_name, **o.task_options)
     if not isdir(o.data_dir) and (o.do_train or o.do_eval or o.do_predict):
       raise InputError(f"--data_dir {o.data_dir!r} is not a directory")
-    self.config = modeling.resolve_config(o.bert_config_file, o.init_checkpoint)
+    self.config, self.config_source = self.model_config()
     self.config.check_seq_length(o.max_seq_length)
     self.tokenizer = tokenization.FullTokenizer(o.vocab_file, do_lower_case=o.do_lower_case)
-    self.tokenizer.check_vocab_size(self.config.vocab_size,
-                                    o.bert_config_file or o.init_checkpoint)
+    self.tokenizer.check_vocab_size(self.config.vocab_size, self.config_source)
     self.is_regression = bool(getattr(self.processor, "is_regression", False))
     if o.export_dir:
       from classification import export  # pylint: disable=import-outside-toplevel
@@ -97,6 +98,12 @@ class ClassifierRun:
     self.runner = runner_lib.Runner(o, o.output_dir, o.init_checkpoint)
     self._train_examples = None
     self._task = None
+
+  def model_config(self):
+    """(the model's BertConfig, what it was read from): bert_config_file, else init_checkpoint's."""
+    o = self.options
+    return (modeling.resolve_config(o.bert_config_file, o.init_checkpoint),
+            o.bert_config_file or o.init_checkpoint)
 
   @property
   def strategy(self):
@@ -164,29 +171,43 @@ class ClassifierRun:
 
   # ----- steps
 
-  def train(self):
+  def prepare_training(self, num_train_epochs):
+    """Writes the training records, the label list and bert_config.json (so output_dir is a
+    checkpoint directory every script reads); returns num_train_steps for the epochs."""
     o = self.options
+    if self.runner.is_chief:
+      modeling.save_config(self.config, o.output_dir, self.config_source)
     examples = self.train_examples()
-    num_train_steps = int(len(examples) / o.train_batch_size * o.num_train_epochs)
+    num_train_steps = int(len(examples) / o.train_batch_size * num_train_epochs)
     if num_train_steps < 1:
       raise FlagError(f"{len(examples)} examples, train_batch_size {o.train_batch_size} and "
-                      f"num_train_epochs {o.num_train_epochs} give no training step")
-    num_warmup_steps = int(num_train_steps * o.warmup_proportion)
+                      f"{num_train_epochs} epochs give no training step")
     labels_lib.save_label_list(o.output_dir, self.label_list() or [],
                                is_regression=self.is_regression)
     self._write_records(task_lib.TRAIN, examples)
     logging.info("***** Running training *****\n  Num examples = %d\n  Batch size = %d\n"
                  "  Num steps = %d", len(examples), o.train_batch_size, num_train_steps)
-    return self.runner.train(self.task, o.train_batch_size, num_train_steps, o.learning_rate,
-                             num_warmup_steps)
+    return num_train_steps
 
-  def _predict(self, mode, batch_size):
-    """Stacked model outputs over the mode's record file, in file order."""
-    batches = self.runner.predict(self.task, mode, batch_size)
+  def train(self):
+    o = self.options
+    num_train_steps = self.prepare_training(o.num_train_epochs)
+    return self.runner.train(self.task, o.train_batch_size, num_train_steps, o.learning_rate,
+                             int(num_train_steps * o.warmup_proportion))
+
+  def _predict(self, mode, batch_size, task=None, model=None):
+    """Stacked model outputs over the mode's record file, in file order.
+
+    task, model: whose outputs (default: the run's task and trained model).
+    """
+    batches = self.runner.predict(task or self.task, mode, batch_size, model)
     return np.concatenate([np.asarray(b, np.float32) for b in batches], axis=0)
 
-  def evaluate(self):
-    """Dev-set results, written to eval_results.txt: Google's keys plus the task's metrics."""
+  def dev_logits(self, task=None, model=None):
+    """The dev set's logits [n, num_labels] and labels [n] (ids, or scores for regression).
+
+    task, model: whose logits (default: the run's task and trained model).
+    """
     o = self.options
     examples = self.processor.get_dev_examples(o.data_dir)
     if not examples:
@@ -194,11 +215,16 @@ class ClassifierRun:
     self._write_records(task_lib.EVAL, examples)
     logging.info("***** Running evaluation *****\n  Num examples = %d\n  Batch size = %d",
                  len(examples), o.eval_batch_size)
-    logits = self._predict(task_lib.EVAL, o.eval_batch_size)
+    logits = self._predict(task_lib.EVAL, o.eval_batch_size, task, model)
     labels = np.array([float(e.label) for e in examples] if self.is_regression
                       else [self.label_list().index(e.label) for e in examples])
+    return logits, labels
+
+  def evaluate(self):
+    """Dev-set results, written to eval_results.txt: Google's keys plus the task's metrics."""
+    logits, labels = self.dev_logits()
     return self.runner.write_eval_results(
-        self.task.eval_results(logits, labels, o.eval_batch_size))
+        self.task.eval_results(logits, labels, self.options.eval_batch_size))
 
   def predict(self):
     """test_results.tsv: class probabilities (or the regression score), one line per example."""

@@ -15,20 +15,16 @@ Layout of `output_dir`:
 
 import contextlib
 import dataclasses
-from typing import Optional
-
 from absl import logging
 import tensorflow as tf
 
 from cli import FlagError
 from distillation import layer_map as layer_map_lib
-from distillation import student as student_lib
-from distillation.model import PER_LAYER, PROJECTIONS
-from distillation.task import DistillationTask, LossWeights
+from distillation.options import DistillOptions, resolve_configs
+from distillation.task import DistillationTask
 from fileio import resolve_input_files
 import modeling
 from pretraining import inputs as pretraining_inputs
-from pretraining.run import save_config
 from pretraining_data import features as features_lib
 from training import inputs
 from training import runner as runner_lib
@@ -36,15 +32,10 @@ from training import runtime
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class GeneralDistillOptions(runtime.RuntimeOptions):
-  """general_distill.py's own flags on top of the runtime's."""
+class GeneralDistillOptions(DistillOptions):
+  """general_distill.py's own flags on top of the shared ones."""
   input_file: str
-  teacher_init_checkpoint: str
   output_dir: str
-  teacher_bert_config_file: Optional[str] = None
-  student_bert_config_file: Optional[str] = None
-  student_init_checkpoint: Optional[str] = None
-  student_init_from_teacher_layers: Optional[str] = None
   max_seq_length: int = 128
   max_predictions_per_seq: int = 20
   restore_masked_tokens: bool = True
@@ -52,12 +43,6 @@ class GeneralDistillOptions(runtime.RuntimeOptions):
   learning_rate: float = 5e-5
   num_train_steps: int = 100000
   num_warmup_steps: int = 10000
-  layer_map: str = "uniform"
-  projection: str = PER_LAYER
-  embedding_loss_weight: float = 1.0
-  hidden_loss_weight: float = 1.0
-  attention_loss_weight: float = 1.0
-  attention_kl_loss_weight: float = 0.0
 
   def __post_init__(self):
     super().__post_init__()
@@ -66,22 +51,6 @@ class GeneralDistillOptions(runtime.RuntimeOptions):
       runtime.check_positive(name, getattr(self, name))
     if self.num_warmup_steps < 0:
       raise FlagError(f"--num_warmup_steps must be >= 0, got {self.num_warmup_steps}")
-    if self.projection not in PROJECTIONS:
-      raise FlagError(f"--projection must be one of {', '.join(PROJECTIONS)}, "
-                      f"got {self.projection!r}")
-    if self.student_init_checkpoint and self.student_init_from_teacher_layers:
-      raise FlagError("pass --student_init_checkpoint or --student_init_from_teacher_layers, "
-                      "not both")
-    if not (self.student_bert_config_file or self.student_init_checkpoint
-            or self.student_init_from_teacher_layers):
-      raise FlagError("the student needs a config: pass --student_bert_config_file, a "
-                      "--student_init_checkpoint with its config beside it, or "
-                      "--student_init_from_teacher_layers")
-    self.loss_weights()  # checks them
-
-  def loss_weights(self):
-    return LossWeights(self.embedding_loss_weight, self.hidden_loss_weight,
-                       self.attention_loss_weight, self.attention_kl_loss_weight)
 
 
 def restore_masked_tokens(features):
@@ -120,25 +89,13 @@ class GeneralDistillationTask(DistillationTask):
                                                    num_parallel_calls=tf.data.AUTOTUNE)
 
 
-def _configs(o):
-  """(teacher config, student config, the teacher layers the student is made of or None)."""
-  teacher_config = modeling.resolve_config(o.teacher_bert_config_file, o.teacher_init_checkpoint)
-  if not o.student_init_from_teacher_layers:
-    return teacher_config, modeling.resolve_config(o.student_bert_config_file,
-                                                   o.student_init_checkpoint), None
-  layers = layer_map_lib.parse_indices(o.student_init_from_teacher_layers, student_lib.FLAG)
-  given = (modeling.load_config(o.student_bert_config_file) if o.student_bert_config_file
-           else None)
-  return teacher_config, student_lib.student_config(teacher_config, layers, given), layers
-
-
 def run(options):
   """Distills as the options say; returns the last logged scalars (loss and each term).
 
   Raises cli.UserError subclasses for what the user can fix.
   """
   o = options
-  teacher_config, student_config, teacher_layers = _configs(o)
+  teacher_config, student_config, teacher_layers = resolve_configs(o)
   for config in (teacher_config, student_config):
     config.check_seq_length(o.max_seq_length)
   mapped = layer_map_lib.layer_map(o.layer_map, student_config.num_hidden_layers,
@@ -153,7 +110,7 @@ def run(options):
     dynamic = pretraining_inputs.check_records(files, o.max_seq_length,
                                                o.max_predictions_per_seq, teacher_config)
     if runner.is_chief:
-      save_config(student_config, o.output_dir, "the student's config")
+      modeling.save_config(student_config, o.output_dir, "the student's config")
     task = GeneralDistillationTask(files, o.max_predictions_per_seq, dynamic,
                                    o.restore_masked_tokens, o.seed, **task_kwargs)
     logging.info("General distillation: student layer m learns from teacher layer %s%s",

@@ -11,6 +11,7 @@ Public API:
   load_checkpoint(model, path)                     -- Google TF1 / HF / our TF2, detected
   load_config(path)                                -- the BertConfig stored with a checkpoint
   resolve_config(bert_config_file, init_checkpoint)  -- the fine-tuning scripts' config
+  save_config(config, directory)                   -- bert_config.json beside checkpoints
   BertCheckpointing                                -- a trainer task's checkpoint methods
   save_google_checkpoint(model, prefix)            -- write Google's TF1 format
   new_checkpoint(model, ...), restore_model        -- our TF2 `tf.train.Checkpoint`s
@@ -26,7 +27,7 @@ from modeling.squad import build_squad_model
 from modeling.losses import masked_lm_loss, next_sentence_loss, pretraining_loss
 from modeling.checkpoints.assign import CheckpointError, CheckpointNotFoundError, LoadReport
 from modeling.checkpoints.auto import (BertCheckpointing, detect_format, load_checkpoint,
-                                       load_config, resolve_config)
+                                       load_config, resolve_config, save_config)
 from modeling.checkpoints.google_tf1 import load_google_checkpoint, save_google_checkpoint
 from modeling.checkpoints.huggingface import load_hf_config, load_huggingface_checkpoint
 from modeling.checkpoints.tf2 import new_checkpoint, restore_model
@@ -37,5 +38,6 @@ __all__ = [
     "build_pretraining_model", "build_squad_model", "detect_format",
     "load_checkpoint", "load_config", "load_google_checkpoint", "load_hf_config",
     "load_huggingface_checkpoint", "masked_lm_loss", "new_checkpoint", "next_sentence_loss",
-    "pretraining_loss", "resolve_config", "restore_model", "save_google_checkpoint",
+    "pretraining_loss", "resolve_config", "restore_model", "save_config",
+    "save_google_checkpoint",
 ]

@@ -11,7 +11,7 @@ CLASSIFIER_DROPOUT = 0.1
 
 
 def build_classifier(config, num_labels, encoder=None, seq_length=None, dtype=None,
-                     dropout_rate=CLASSIFIER_DROPOUT, kernels="fused"):
+                     dropout_rate=CLASSIFIER_DROPOUT, kernels="fused", name="bert_classifier"):
   """The encoder plus run_classifier's output layer, as one functional model.
 
   Inputs: `input_ids`, `input_mask`, `segment_ids` (int32 [B, S]). Output: float32
@@ -36,4 +36,4 @@ def build_classifier(config, num_labels, encoder=None, seq_length=None, dtype=No
   pooled = keras.layers.Dropout(dropout_rate, name="classifier_dropout", dtype=dtype)(pooled)
   logits = OutputProjection(num_labels, config.initializer_range, kernels, name="classifier",
                             dtype=dtype)(pooled)
-  return keras.Model(inputs=inputs, outputs=logits, name="bert_classifier")
+  return keras.Model(inputs=inputs, outputs=logits, name=name)

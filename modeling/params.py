@@ -61,6 +61,15 @@ def count_model_parameters(model):
   return counts
 
 
+def forward_flops(config, seq_length):
+  """Matmul FLOPs of one example's forward pass through the encoder (dense layers + attention)."""
+  h, i, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+  # Per token: q, k, v, output (4 h*h) and the two feed-forward matmuls (2 h*i), then the
+  # scores and the weighted sum over seq_length keys (2 seq*h).
+  per_token = 2 * (4 * h * h + 2 * h * i) + 2 * 2 * seq_length * h
+  return layers * seq_length * per_token + 2 * h * h  # + the pooler
+
+
 def format_counts(counts, num_layers):
   """A readable table of a breakdown."""
   lines = []

@@ -13,16 +13,13 @@ Layout of `output_dir` (one story for every consumer):
 
 import contextlib
 import dataclasses
-import os
 from typing import Optional
 
 from absl import logging
-import tensorflow as tf
 
 from cli import FlagError
-from fileio import atomic_write_text, resolve_input_files
+from fileio import resolve_input_files
 import modeling
-from modeling.checkpoints.auto import GOOGLE_CONFIG_NAME
 from pretraining import dynamic_masking, inputs
 from pretraining.task import PretrainingTask
 from training import runner as runner_lib
@@ -68,20 +65,6 @@ class PretrainingOptions(runtime.RuntimeOptions):
                       f"--max_seq_length {self.max_seq_length}")
 
 
-def save_config(bert_config, output_dir, source="--bert_config_file"):
-  """Writes output_dir/bert_config.json; once checkpoints exist it must stay as it is.
-
-  source: what the user gave the config with, for the error.
-  """
-  path = os.path.join(output_dir, GOOGLE_CONFIG_NAME)
-  if tf.train.latest_checkpoint(output_dir) and tf.io.gfile.exists(path):
-    if modeling.BertConfig.from_json_file(path) != bert_config:
-      raise FlagError(f"{source} differs from {path}, the config of the checkpoints "
-                      f"in {output_dir}: resume with the same config or use a new output_dir")
-    return
-  atomic_write_text(path, bert_config.to_json_string())
-
-
 def _masker(options, bert_config, first_file):
   """The in-pipeline masker for records without masks (--dynamic_masking records)."""
   if not options.vocab_file:
@@ -113,7 +96,7 @@ def run(options):
       raise FlagError(f"--do_whole_word_mask and --masked_lm_prob apply to records written with "
                       f"--dynamic_masking; {files[0]} holds masked records")
     if runner.is_chief:
-      save_config(bert_config, options.output_dir)
+      modeling.save_config(bert_config, options.output_dir)
     task = PretrainingTask(bert_config, files, options.max_seq_length,
                            options.max_predictions_per_seq, kernels=options.kernels,
                            seed=options.seed, masker=masker)

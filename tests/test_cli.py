@@ -93,13 +93,18 @@ RUNTIME_FLAGS = ("--distribution_strategy", "--dtype", "--use_xla", "--kernels",
                  "--use_tpu", "--tpu_name")
 
 
-@pytest.mark.parametrize("script, own", [("run_pretraining.py", "--max_predictions_per_seq"),
-                                         ("run_classifier.py", "--warmup_proportion")])
+@pytest.mark.parametrize("script, own", [
+    ("run_pretraining.py", ("--bert_config_file", "--max_predictions_per_seq")),
+    ("run_classifier.py", ("--bert_config_file", "--warmup_proportion", "--text_a_column")),
+    ("general_distill.py", ("--student_bert_config_file", "--attention_loss_weight")),
+    ("task_distill.py", ("--teacher_init_checkpoint", "--layer_map", "--stage",
+                         "--warmup_proportion", "--text_a_column"))])
 def test_help_lists_the_runtime_flags(script, own):
+  """The script's own flags, the shared ones it adopts (task, distillation) and the runtime's."""
   out = subprocess.run([sys.executable, os.path.join(REPO, script), "--help"],
                        capture_output=True, text=True, env=ENV, check=False)
-  assert "--bert_config_file" in out.stdout, out.stderr[-2000:]  # absl's --help exits 1
-  for flag in (own,) + RUNTIME_FLAGS:
+  assert f"  {own[0]}:" in out.stdout, out.stderr[-2000:]  # absl's --help exits 1
+  for flag in own + RUNTIME_FLAGS:
     assert f"  {flag}:" in out.stdout or f"  --[no]{flag[2:]}:" in out.stdout, flag
   # Only the script's flags, not TensorFlow's ~130 internal ones (those are in --helpfull).
   assert "--tt_check_filter" not in out.stdout and "--[no]alsologtostderr" not in out.stdout

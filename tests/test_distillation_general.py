@@ -12,7 +12,6 @@ import pytest
 import tensorflow as tf
 
 from classification import run as classification_run
-from cli import FlagError
 from distillation import general
 from feature_extraction import extract
 import modeling
@@ -96,7 +95,7 @@ def test_a_student_made_of_all_teacher_layers_starts_at_zero_loss(data, tmp_path
       log_steps=1, attention_kl_loss_weight=1.0)))
   assert tf.train.latest_checkpoint(str(tmp_path / "out")).endswith("model.ckpt-2")
   # A rerun with another student config is refused: the checkpoints are the first one's.
-  with pytest.raises(FlagError, match="the student's config differs from"):
+  with pytest.raises(modeling.ConfigError, match="the student.s config differs from"):
     general.run(general.GeneralDistillOptions(**_flags(
         data, tmp_path / "out", student_init_from_teacher_layers="1", num_train_steps=2)))
 

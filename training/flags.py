@@ -57,9 +57,13 @@ def define_runtime_flags(flag_values=flags.FLAGS):
 
 
 def options_from_flags(options_class, flag_values=flags.FLAGS, **overrides):
-  """An `options_class` (a dataclass) from the flags of the same names, then `overrides`."""
+  """An `options_class` (a dataclass) from the flags of the same names, then `overrides`.
+
+  A field no flag is named after keeps its default (a script may leave out an
+  option its job does not use).
+  """
   values = {f.name: getattr(flag_values, f.name) for f in dataclasses.fields(options_class)
-            if f.name not in overrides}
+            if f.name not in overrides and f.name in flag_values}
   return options_class(**values, **overrides)
 
 

@@ -28,10 +28,10 @@ class NoWeightsError(FlagError):
 class Runner:
   """Runs tasks under `options` (a `training.runtime.RuntimeOptions`) in `output_dir`.
 
-  Weights: after `train`, the trained model; otherwise output_dir's latest
-  checkpoint, else `init_checkpoint`, else `NoWeightsError`. Training
-  resumes from output_dir's latest checkpoint and warm-starts from
-  `init_checkpoint` only when there is none.
+  Weights: after `train`, the model it trained (for the task it trained);
+  otherwise output_dir's latest checkpoint, else `init_checkpoint`, else
+  `NoWeightsError`. Training resumes from output_dir's latest checkpoint and
+  warm-starts from `init_checkpoint` only when there is none.
   """
 
   def __init__(self, options, output_dir, init_checkpoint=None):
@@ -47,6 +47,7 @@ class Runner:
     # One run per output_dir (training.output_lock); `close()` lets go.
     self._lock = output_lock.OutputDirLock(self.output_dir) if self.is_chief else None
     self.model = None
+    self._model_task = None  # the task `model` was built for
     self.global_step = None
 
   def close(self):
@@ -59,13 +60,19 @@ class Runner:
     """Whether this worker writes outputs (always, except non-chief multi-workers)."""
     return strategy_lib.is_chief(self.strategy)
 
-  def train(self, task, train_batch_size, num_train_steps, learning_rate, num_warmup_steps):
-    """Trains `task` to num_train_steps optimizer steps; returns the last logged scalars."""
+  def train(self, task, train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
+            output_dir=None, init_checkpoint=None):
+    """Trains `task` to num_train_steps optimizer steps; returns the last logged scalars.
+
+    output_dir, init_checkpoint: this training's checkpoint directory and warm
+    start, when not the runner's (a job trained in stages).
+    """
     o = self.options
     trainer = loop.Trainer(
         self.strategy,
         loop.TrainConfig(
-            output_dir=self.output_dir, train_batch_size=train_batch_size,
+            output_dir=os.fspath(output_dir or self.output_dir),
+            train_batch_size=train_batch_size,
             num_train_steps=num_train_steps, save_checkpoints_steps=o.save_checkpoints_steps,
             keep_checkpoint_max=o.keep_checkpoint_max,
             iterations_per_loop=o.iterations_per_loop, log_steps=o.log_steps,
@@ -77,24 +84,30 @@ class Runner:
         loss_fn=task.loss,
         dataset_fn=task.dataset_fn(task_lib.TRAIN, train_batch_size),
         metrics_fn=task.metrics,
-        init_fn=self._warm_start_fn(task),
+        init_fn=self._warm_start_fn(task, init_checkpoint or self.init_checkpoint),
         checkpoint_fn=task.new_checkpoint)
     scalars = trainer.train()
-    self.model, self.global_step = trainer.model, trainer.global_step
+    self.model, self._model_task = trainer.model, task
+    self.global_step = trainer.global_step
     return scalars
 
-  def _warm_start_fn(self, task):
-    if not self.init_checkpoint:
+  @staticmethod
+  def _warm_start_fn(task, init_checkpoint):
+    if not init_checkpoint:
       return None
     return lambda model: logging.info("Warm start: %s",
-                                      task.load_weights(model, self.init_checkpoint))
+                                      task.load_weights(model, init_checkpoint))
+
+  def build_model(self, task):
+    """`task`'s model, built under the strategy scope and the dtype policy."""
+    with self.strategy.scope(), precision.policy_scope(self.options.dtype):
+      return task.build_model()
 
   def trained_model(self, task):
-    """The model to evaluate or predict with, built with the dtype policy (see the class)."""
-    if self.model is not None:
+    """The model to evaluate or predict with (see the class)."""
+    if self.model is not None and self._model_task is task:
       return self.model
-    with self.strategy.scope(), precision.policy_scope(self.options.dtype):
-      model = task.build_model()
+    model = self.build_model(task)
     latest = tf.train.latest_checkpoint(self.output_dir)
     if latest:
       logging.info("Evaluating %s", task.load_weights(model, latest))
@@ -107,7 +120,7 @@ class Runner:
       raise NoWeightsError(f"no checkpoint in output_dir {self.output_dir} and no "
                            "--init_checkpoint: nothing to evaluate or predict with "
                            "(train first with --do_train, or pass --init_checkpoint)")
-    self.model = model
+    self.model, self._model_task = model, task
     return model
 
   def evaluate(self, task, batch_size, max_steps=None):
@@ -123,9 +136,12 @@ class Runner:
                                   max_steps)
     return self.write_eval_results(results)
 
-  def predict(self, task, mode, batch_size):
-    """Yields the model's outputs (numpy) per batch of the task's `mode` data, in order."""
-    return evaluation.predict(self.strategy, self.trained_model(task),
+  def predict(self, task, mode, batch_size, model=None):
+    """Yields the model's outputs (numpy) per batch of the task's `mode` data, in order.
+
+    model: predict with this one (e.g. a teacher's), not `trained_model`'s.
+    """
+    return evaluation.predict(self.strategy, model or self.trained_model(task),
                               task.dataset_fn(mode, batch_size))
 
   def write_eval_results(self, results):

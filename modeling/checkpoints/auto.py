@@ -1,10 +1,11 @@
-"""`load_checkpoint` / `load_config`: one entry point for every checkpoint format."""
+"""`load_checkpoint`, `load_config`, `save_config`: one home for every checkpoint format."""
 
 import json
 import os
 
 import tensorflow as tf
 
+from fileio import atomic_write_text
 from modeling.checkpoints import google_tf1, huggingface, tf2
 from modeling.checkpoints.assign import CheckpointNotFoundError
 from modeling.config import BertConfig, ConfigError
@@ -84,6 +85,21 @@ def load_config(path):
     raise ConfigError(f"no {GOOGLE_CONFIG_NAME} beside checkpoint {path!r}; pass the "
                       "config file explicitly")
   return BertConfig.from_json_file(config_file)
+
+
+def save_config(config, directory, source="--bert_config_file"):
+  """Writes directory/bert_config.json, the config of the checkpoints written there.
+
+  Once checkpoints exist it must stay as it is: ConfigError when `config`
+  differs (source: what the user gave it with, for the message).
+  """
+  path = os.path.join(directory, GOOGLE_CONFIG_NAME)
+  if tf.train.latest_checkpoint(directory) and tf.io.gfile.exists(path):
+    if BertConfig.from_json_file(path) != config:
+      raise ConfigError(f"{source} differs from {path}, the config of the checkpoints "
+                        f"in {directory}: resume with the same config or use a new output_dir")
+    return
+  atomic_write_text(path, config.to_json_string())
 
 
 def resolve_config(bert_config_file, init_checkpoint):

@@ -1,0 +1,258 @@
+"""Task distillation (TinyBERT's second stage) on a run_classifier task: task_distill.py.
+
+A fine-tuned teacher (run_classifier.py's output) teaches a student on the
+task's training set in two stages, each with its own epochs:
+  intermediate  the layer-wise losses (`distillation.task.DistillationTask`):
+                embeddings, hidden states, attention scores;
+  prediction    the student classifier on the teacher's logits
+                (`distillation.prediction`).
+Evaluation, prediction and export are run_classifier's, on the student.
+
+Layout of `output_dir`, run_classifier's plus:
+  student_init/   bert_config.json + bert_model.ckpt (Google's format) of a
+                  student made of teacher layers, before any training: the
+                  same student fine-tuned directly is the baseline.
+  intermediate/   the intermediate stage's checkpoints (student + projections)
+                  and TensorBoard events; the prediction stage starts from them.
+  model.ckpt-*    the prediction stage's student classifier (Google's names):
+                  run_classifier.py, extract_features.py and the exports read it.
+  distillation_summary.json  teacher and student side by side (with --do_eval).
+"""
+
+import contextlib
+import dataclasses
+import json
+import os
+import time
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from classification.run import ClassifierOptions, ClassifierRun
+from cli import FlagError
+from distillation import layer_map as layer_map_lib
+from distillation.options import DistillOptions, resolve_configs
+from distillation.prediction import PredictionDistillationTask, TeacherError, TeacherTask
+from distillation.student import copy_teacher_layers
+from distillation.task import DistillationTask
+from fileio import atomic_write_text
+import modeling
+from modeling import params
+from modeling.config import ConfigError
+import tokenization
+from training import runtime
+
+INTERMEDIATE, PREDICTION, BOTH = "intermediate", "prediction", "both"
+STAGES = (INTERMEDIATE, PREDICTION, BOTH)
+STUDENT_INIT = "student_init"
+SUMMARY = "distillation_summary.json"
+# A teacher whose dev accuracy is within this of always answering the most frequent
+# label (or whose Pearson r is below it, for regression) is taken for un-fine-tuned.
+CHANCE_MARGIN = 0.01
+LATENCY_BATCH_SIZES = (1, 32)
+LATENCY_CALLS = 10
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TaskDistillOptions(ClassifierOptions, DistillOptions):
+  """task_distill.py's flags: run_classifier's task flags, the shared ones and the stages.
+
+  The student is the classifier run_classifier would train: its config and
+  weights come from the --student_* flags (`bert_config_file`,
+  `init_checkpoint` and `num_train_epochs` are not used).
+  """
+  stage: str = BOTH
+  intermediate_epochs: float = 10.0
+  prediction_epochs: float = 3.0
+  temperature: float = 1.0
+  check_teacher: bool = True
+
+  def __post_init__(self):
+    super().__post_init__()
+    if self.stage not in STAGES:
+      raise FlagError(f"--stage must be one of {', '.join(STAGES)}, got {self.stage!r}")
+    for name in ("intermediate_epochs", "prediction_epochs", "temperature"):
+      runtime.check_positive(name, getattr(self, name))
+    if self.stage == INTERMEDIATE and (self.do_eval or self.do_predict or self.export_dir):
+      raise FlagError("--stage=intermediate trains no classifier layer: run --stage=prediction "
+                      "in the same output_dir before --do_eval, --do_predict or --export_dir")
+
+
+def latency_ms(model, seq_length, batch_size, calls=LATENCY_CALLS):
+  """Median milliseconds of `model`'s forward pass on one [batch_size, seq_length] batch."""
+  features = {name: tf.ones([batch_size, seq_length], tf.int32)
+              for name in modeling.INPUT_NAMES}
+  forward = tf.function(lambda x: model(x, training=False))
+  np.asarray(forward(features))  # traces
+  times = []
+  for _ in range(calls):
+    start = time.perf_counter()
+    np.asarray(forward(features))
+    times.append(time.perf_counter() - start)
+  return 1000 * float(np.median(times))
+
+
+class TaskDistillRun(ClassifierRun):
+  """One task_distill.py invocation: run_classifier's steps with a distilled student."""
+
+  def model_config(self):
+    """The student's config (and its source); the teacher's is kept in `teacher_config`."""
+    o = self.options
+    tokenization.validate_case_matches_checkpoint(o.do_lower_case, o.teacher_init_checkpoint)
+    self.teacher_config, student_config, self.teacher_layers = resolve_configs(o)
+    self.teacher_config.check_seq_length(o.max_seq_length)
+    if student_config.vocab_size != self.teacher_config.vocab_size:
+      raise ConfigError(f"the student's vocab_size {student_config.vocab_size} differs from the "
+                        f"teacher's {self.teacher_config.vocab_size}: both read the same ids")
+    self._teacher_model = None
+    self._teacher_dev = None
+    return student_config, (o.student_bert_config_file or o.student_init_checkpoint
+                            or o.teacher_bert_config_file or o.teacher_init_checkpoint)
+
+  def _classifier_kwargs(self, config):
+    task = self.task
+    return dict(bert_config=config, num_labels=task.num_labels,
+                max_seq_length=task.max_seq_length, record_files=task.record_files,
+                task_name=task.task_name, is_regression=task.is_regression,
+                kernels=task.kernels, seed=task.seed)
+
+  # ----- the teacher
+
+  def teacher_model(self):
+    """The teacher classifier with its fine-tuned weights (built once)."""
+    if self._teacher_model is None:
+      teacher = TeacherTask(**self._classifier_kwargs(self.teacher_config))
+      self._teacher_model = self.runner.build_model(teacher)
+      logging.info("Teacher: %s",
+                   teacher.load_weights(self._teacher_model, self.options.teacher_init_checkpoint))
+      self._teacher_task = teacher
+    return self._teacher_model
+
+  def teacher_dev(self):
+    """(the teacher's dev logits, labels, eval results), computed once."""
+    if self._teacher_dev is None:
+      model = self.teacher_model()
+      logits, labels = self.dev_logits(self._teacher_task, model)
+      results = self._teacher_task.eval_results(logits, labels, self.options.eval_batch_size)
+      logging.info("Teacher on dev: %s", ", ".join(f"{k} = {v:.4f}" for k, v in results.items()))
+      self._teacher_dev = logits, labels, results
+    return self._teacher_dev
+
+  def check_teacher(self):
+    """TeacherError when the teacher does no better on dev than a constant answer."""
+    _, labels, results = self.teacher_dev()
+    if self.is_regression:
+      score, chance, what = results.get("eval_pearson", 0.0), CHANCE_MARGIN, "Pearson r"
+    else:
+      score, what = results["eval_accuracy"], "accuracy"
+      chance = np.bincount(labels.astype(np.int64)).max() / len(labels) + CHANCE_MARGIN
+    if not score > chance:
+      raise TeacherError(
+          f"the teacher {self.options.teacher_init_checkpoint} looks un-fine-tuned: dev {what} "
+          f"{score:.4f}, no better than {chance:.4f} (a constant answer). Fine-tune it with "
+          "run_classifier.py first, or pass --nocheck_teacher to distill it anyway")
+
+  # ----- training
+
+  def write_student_init(self):
+    """output_dir/student_init/: the student made of teacher layers, in Google's format."""
+    o = self.options
+    directory = os.path.join(o.output_dir, STUDENT_INIT)
+    teacher = modeling.build_encoder(self.teacher_config)
+    modeling.load_checkpoint(teacher, o.teacher_init_checkpoint)
+    student = modeling.build_encoder(self.config)
+    copy_teacher_layers(teacher, student, self.teacher_layers)
+    tf.io.gfile.makedirs(directory)
+    modeling.save_config(self.config, directory, "the student's config")
+    modeling.save_google_checkpoint(student, os.path.join(directory, "bert_model.ckpt"))
+    logging.info("Wrote the student made of teacher layers %s to %s (run_classifier.py reads "
+                 "it as --init_checkpoint: the baseline)", self.teacher_layers, directory)
+
+  def train(self):
+    """Checks the teacher, then runs the stages; returns each stage's last logged scalars."""
+    o = self.options
+    if o.check_teacher:
+      self.check_teacher()
+    if self.teacher_layers and self.runner.is_chief:
+      self.write_student_init()
+    done = {}
+    intermediate_dir = os.path.join(o.output_dir, INTERMEDIATE)
+    if o.stage in (INTERMEDIATE, BOTH):
+      steps = self.prepare_training(o.intermediate_epochs)
+      mapped = layer_map_lib.layer_map(o.layer_map, self.config.num_hidden_layers,
+                                       self.teacher_config.num_hidden_layers)
+      logging.info("Intermediate stage: student layer m learns from teacher layer %s",
+                   ", ".join(f"{m}<-{t}" for m, t in enumerate(mapped)))
+      task = _IntermediateTask(
+          self.task, teacher_config=self.teacher_config,
+          teacher_checkpoint=o.teacher_init_checkpoint, student_config=self.config,
+          layer_map=mapped, weights=o.loss_weights(), projection=o.projection,
+          teacher_layers=self.teacher_layers, kernels=o.kernels)
+      done[INTERMEDIATE] = self.runner.train(
+          task, o.train_batch_size, steps, o.learning_rate, int(steps * o.warmup_proportion),
+          output_dir=intermediate_dir, init_checkpoint=o.student_init_checkpoint)
+    if o.stage in (PREDICTION, BOTH):
+      steps = self.prepare_training(o.prediction_epochs)
+      start = tf.train.latest_checkpoint(intermediate_dir) or o.student_init_checkpoint
+      logging.info("Prediction stage from %s", start or "the student's initial weights")
+      task = PredictionDistillationTask(
+          self.teacher_config, o.teacher_init_checkpoint, o.temperature, self.teacher_layers,
+          **self._classifier_kwargs(self.config))
+      done[PREDICTION] = self.runner.train(
+          task, o.train_batch_size, steps, o.learning_rate, int(steps * o.warmup_proportion),
+          init_checkpoint=start)
+    return done
+
+  # ----- evaluation
+
+  def evaluate(self):
+    """run_classifier's eval_results.txt for the student, and the side-by-side summary."""
+    o = self.options
+    logits, labels = self.dev_logits()
+    results = self.runner.write_eval_results(
+        self.task.eval_results(logits, labels, o.eval_batch_size))
+    if self.runner.is_chief:
+      self.write_summary(logits, results)
+    return results
+
+  def write_summary(self, student_logits, student_results):
+    """output_dir/distillation_summary.json: size, work, dev metrics, agreement, latency."""
+    o = self.options
+    teacher_logits, _, teacher_results = self.teacher_dev()
+    summary = {}
+    for name, model, config, results in (
+        ("teacher", self.teacher_model(), self.teacher_config, teacher_results),
+        ("student", self.runner.trained_model(self.task), self.config, student_results)):
+      summary[name] = {
+          "parameters": params.count_model_parameters(model)["total"],
+          "forward_flops": params.forward_flops(config, o.max_seq_length),
+          "dev": {k: float(v) for k, v in results.items() if k != "global_step"},
+          "latency_ms": {f"batch_{b}": latency_ms(model, o.max_seq_length, b)
+                         for b in LATENCY_BATCH_SIZES}}
+    if not self.is_regression:
+      summary["agreement"] = float(np.mean(student_logits.argmax(-1) ==
+                                           teacher_logits.argmax(-1)))
+    summary["latency"] = (f"in-process Keras forward passes at max_seq_length {o.max_seq_length}, "
+                          f"median of {LATENCY_CALLS}")
+    path = os.path.join(o.output_dir, SUMMARY)
+    atomic_write_text(path, json.dumps(summary, indent=2) + "\n")
+    logging.info("Distillation summary (%s):\n%s", path, json.dumps(summary, indent=2))
+
+
+class _IntermediateTask(DistillationTask):
+  """The layer-wise losses on a classifier task's records (`data`: its ClassifierTask)."""
+
+  def __init__(self, data, **kwargs):
+    super().__init__(**kwargs)
+    self.data = data
+
+  def dataset_fn(self, mode, batch_size):
+    return self.data.dataset_fn(mode, batch_size)
+
+
+def run_task_distill(options):
+  """Runs `options` (a TaskDistillOptions); returns the steps' results."""
+  job = TaskDistillRun(options)
+  with contextlib.closing(job.runner):
+    return job.run()

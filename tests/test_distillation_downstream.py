@@ -1,0 +1,179 @@
+"""Task distillation: task_distill.py from a teacher fine-tuned by run_classifier on
+sample_data/sentiment (both stages, the outputs every script reads, the summary), the
+prediction stage's loss, the teacher checks and the option errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from classification import run as classification_run
+from cli import FlagError
+from distillation import downstream
+from distillation.prediction import PredictionDistillationTask, TeacherError
+import modeling
+from modeling.checkpoints import names
+from training import summaries
+from tests.helpers import REPO, SAMPLE, bert_inputs, tiny_config_file
+
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))
+SEQ = 32
+VOCAB_SIZE = 2231  # sample_data/vocab.txt
+TEST_EXAMPLES = 100
+
+
+@pytest.fixture(name="teacher", scope="module")
+def fixture_teacher(tmp_path_factory):
+  """run_classifier's output_dir: an L=4, H=64 classifier fine-tuned on the sentiment sample."""
+  directory = tmp_path_factory.mktemp("teacher")
+  config = tiny_config_file(directory / "teacher.json", VOCAB_SIZE, num_hidden_layers=4)
+  out = directory / "out"
+  results = classification_run.run_classifier(classification_run.ClassifierOptions(
+      task_name="sst-2", data_dir=str(SAMPLE / "sentiment"), vocab_file=str(SAMPLE / "vocab.txt"),
+      output_dir=str(out), bert_config_file=config, do_train=True, do_eval=True,
+      max_seq_length=SEQ, num_train_epochs=4, learning_rate=1e-3, train_batch_size=16, seed=1))
+  assert results["eval"]["eval_accuracy"] > 0.9
+  return out
+
+
+def _options(teacher, output_dir, **kwargs):
+  values = dict(task_name="sst-2", data_dir=str(SAMPLE / "sentiment"),
+                vocab_file=str(SAMPLE / "vocab.txt"), output_dir=str(output_dir),
+                teacher_init_checkpoint=str(teacher), student_init_from_teacher_layers="1,3",
+                do_train=True, max_seq_length=SEQ, intermediate_epochs=2, prediction_epochs=2,
+                learning_rate=1e-3, train_batch_size=16, seed=1, log_steps=15)
+  values.update(kwargs)
+  return values
+
+
+@pytest.mark.multiprocess
+def test_cli_distills_a_student_that_every_script_reads(teacher, tmp_path):
+  out, export = tmp_path / "student", tmp_path / "export"
+  args = [f"--{name}={value}" for name, value in _options(
+      teacher, out, do_eval=True, do_predict=True, export_dir=export).items()]
+  run = subprocess.run([sys.executable, str(REPO / "task_distill.py"), *args],
+                       capture_output=True, text=True, env=ENV, check=False)
+  assert run.returncode == 0, run.stderr[-3000:]
+  # Stage 1 (75 steps): every layer-wise term falls; stage 2: the soft loss falls.
+  intermediate = summaries.read_scalars(str(out / downstream.INTERMEDIATE))
+  for term in ("embedding_loss", "hidden_loss", "attention_loss"):
+    assert sorted(intermediate[term]) == [15, 30, 45, 60, 75]
+    assert intermediate[term][75] < intermediate[term][15], (term, intermediate[term])
+  prediction = summaries.read_scalars(str(out))
+  assert prediction["loss"][75] < 0.5 * prediction["loss"][15], prediction["loss"]
+  assert prediction["agreement"][75] > 0.9
+  # run_classifier's outputs, for the student.
+  results = dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().split("\n")
+                 if line)
+  assert float(results["eval_accuracy"]) > 0.9 and results["global_step"] == "75"
+  assert len((out / "test_results.tsv").read_text().splitlines()) == TEST_EXAMPLES
+  assert (export / "saved_model.pb").exists()
+  # The summary sets the two models side by side.
+  summary = json.loads((out / downstream.SUMMARY).read_text())
+  assert summary["student"]["parameters"] < summary["teacher"]["parameters"]
+  assert summary["student"]["forward_flops"] * 2 == pytest.approx(
+      summary["teacher"]["forward_flops"], rel=0.01)
+  assert summary["student"]["dev"]["eval_accuracy"] == pytest.approx(
+      float(results["eval_accuracy"]), abs=1e-6)
+  assert 0.9 < summary["agreement"] <= 1.0
+  assert set(summary["teacher"]["latency_ms"]) == {"batch_1", "batch_32"}
+  # student_init/ holds teacher layers 1 and 3 as the student's 0 and 1, in Google's format.
+  init = tf.train.load_checkpoint(str(out / downstream.STUDENT_INIT / "bert_model.ckpt"))
+  source = modeling.build_encoder(modeling.load_config(str(teacher)))
+  modeling.load_checkpoint(source, str(teacher))
+  source = names.encoder_variables(source)
+  for student_layer, teacher_layer in ((0, 1), (1, 3)):
+    name = "bert/encoder/layer_{}/attention/self/query/kernel"
+    np.testing.assert_array_equal(init.get_tensor(name.format(student_layer)),
+                                  source[name.format(teacher_layer)].numpy())
+  assert modeling.load_config(str(out / downstream.STUDENT_INIT)).num_hidden_layers == 2
+  # run_classifier reads output_dir as its init_checkpoint (config beside it): the same student.
+  again = classification_run.run_classifier(classification_run.ClassifierOptions(
+      task_name="sst-2", data_dir=str(SAMPLE / "sentiment"), vocab_file=str(SAMPLE / "vocab.txt"),
+      output_dir=str(tmp_path / "eval"), init_checkpoint=str(out), do_eval=True,
+      max_seq_length=SEQ))
+  assert again["eval"]["eval_accuracy"] == pytest.approx(float(results["eval_accuracy"]),
+                                                         abs=1e-6)
+
+
+def test_the_prediction_stage_learns_the_teachers_soft_labels(teacher, tmp_path):
+  """Its loss is CE(softmax(z_T/t), softmax(z_S/t)) of the two classifiers' logits; only the
+  student trains, and its checkpoint is a plain classifier's."""
+  student = modeling.BertConfig.from_json_file(tiny_config_file(tmp_path / "s.json", VOCAB_SIZE))
+  task = PredictionDistillationTask(
+      modeling.load_config(str(teacher)), str(teacher), temperature=2.0, bert_config=student,
+      num_labels=2, max_seq_length=SEQ, record_files={}, task_name="sst-2")
+  model = task.build_model()
+  features = bert_inputs(batch=4, seq=SEQ, vocab=VOCAB_SIZE)
+  outputs = model(features, training=False)
+  loss, metrics = task.loss(dict(features, label_ids=tf.constant([0, 1, 1, 0])), outputs)
+  z_s, z_t = outputs["student_logits"].numpy() / 2.0, outputs["teacher_logits"].numpy() / 2.0
+
+  def log_softmax(z):
+    return z - np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True)) - z.max(
+        -1, keepdims=True)
+  expected = -(np.exp(log_softmax(z_t)) * log_softmax(z_s)).sum(-1).mean()
+  assert float(loss) == pytest.approx(expected, rel=1e-5)
+  assert set(metrics) == {"accuracy", "agreement"}
+  assert ({id(v) for v in model.trainable_variables} ==
+          {id(v) for v in model.get_layer("student").trainable_variables})
+  assert not model.get_layer("teacher").trainable_variables
+  saved = set(task.new_checkpoint(model, None).bert_weights)
+  assert saved == set(modeling.new_checkpoint(modeling.build_classifier(student, 2)).bert_weights)
+  assert {"output_weights", "output_bias"} <= saved
+
+
+def test_a_teacher_without_its_classifier_layer_is_refused(tmp_path):
+  """A pre-trained (not fine-tuned) checkpoint: the most common mistake."""
+  config = modeling.BertConfig.from_json_file(tiny_config_file(tmp_path / "c.json", VOCAB_SIZE))
+  modeling.save_config(config, str(tmp_path / "pretrained"))
+  modeling.save_google_checkpoint(modeling.build_encoder(config),
+                                  str(tmp_path / "pretrained" / "bert_model.ckpt"))
+  with pytest.raises(TeacherError, match=r"has no classifier output layer .* not fine-tuned"):
+    downstream.run_task_distill(downstream.TaskDistillOptions(**_options(
+        tmp_path / "pretrained", tmp_path / "out", student_init_from_teacher_layers="1")))
+
+
+def test_a_teacher_no_better_than_a_constant_answer_is_refused(tmp_path):
+  """A classifier that answers 0 whatever the input scores the majority share (0.5 here)."""
+  config = modeling.BertConfig.from_json_file(tiny_config_file(tmp_path / "c.json", VOCAB_SIZE))
+  classifier = modeling.build_classifier(config, 2)
+  head = classifier.get_layer("classifier")
+  head.output_weights.assign(tf.zeros_like(head.output_weights))
+  head.output_bias.assign([1.0, 0.0])
+  modeling.save_config(config, str(tmp_path / "teacher"))
+  modeling.save_google_checkpoint(classifier, str(tmp_path / "teacher" / "bert_model.ckpt"))
+  options = _options(tmp_path / "teacher", tmp_path / "out", student_init_from_teacher_layers="1")
+  with pytest.raises(TeacherError, match=r"looks un-fine-tuned: dev accuracy 0\.5000, no better "
+                                         r"than 0\.5100 .*--nocheck_teacher"):
+    downstream.run_task_distill(downstream.TaskDistillOptions(**options))
+  assert not (tmp_path / "out" / downstream.INTERMEDIATE).exists()
+  # --nocheck_teacher distills it anyway (one intermediate step here).
+  done = downstream.run_task_distill(downstream.TaskDistillOptions(**dict(
+      options, check_teacher=False, stage=downstream.INTERMEDIATE, intermediate_epochs=0.03)))
+  assert set(done["train"]) == {downstream.INTERMEDIATE}
+
+
+def test_the_prediction_stage_alone_starts_from_the_students_initial_weights(teacher, tmp_path):
+  done = downstream.run_task_distill(downstream.TaskDistillOptions(**_options(
+      teacher, tmp_path / "out", stage=downstream.PREDICTION, prediction_epochs=0.2,
+      do_eval=True)))
+  assert set(done["train"]) == {downstream.PREDICTION}
+  assert not (tmp_path / "out" / downstream.INTERMEDIATE).exists()
+  assert tf.train.latest_checkpoint(str(tmp_path / "out")).endswith("model.ckpt-7")
+  assert done["eval"]["global_step"] == 7
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(stage="intermediate", do_eval=True),
+     "--stage=intermediate trains no classifier layer: run --stage=prediction"),
+    (dict(temperature=0.0), "--temperature must be positive, got 0.0"),
+    (dict(stage="all"), "--stage must be one of intermediate, prediction, both, got 'all'"),
+])
+def test_option_errors(tmp_path, change, message):
+  with pytest.raises(FlagError, match=message):
+    downstream.TaskDistillOptions(**_options(tmp_path / "teacher", tmp_path / "out", **change))
