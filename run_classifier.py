@@ -48,6 +48,7 @@ flags.DEFINE_string("delimiter", None, "generic: field separator (default by ext
 flags.DEFINE_bool("regression", False, "generic: float labels (regression).")
 flags.DEFINE_bool("skip_bad_rows", False, "Skip (and log) malformed rows instead of failing.")
 flags.DEFINE_string("language", None, "xnli: the language (default zh).")
+flags.DEFINE_bool("aug_train", False, "Train on train_aug.tsv, augment_data.py's output.")
 
 
 def _column(value):
@@ -57,6 +58,8 @@ def _column(value):
 def task_options():
   """The processor options the flags set for FLAGS.task_name."""
   options = {"skip_bad_rows": FLAGS.skip_bad_rows} if FLAGS.skip_bad_rows else {}
+  if FLAGS.aug_train:
+    options["aug_train"] = True
   name = FLAGS.task_name.strip().lower()
   if name == "generic":
     options.update(text_a_column=_column(FLAGS.text_a_column),
