@@ -1,6 +1,7 @@
-"""The task flags of run_classifier.py and task_distill.py, defined once (Google's names).
+"""The task flags of run_classifier.py, task_distill.py and augment_data.py, defined once.
 
-A script calls `define_task_flags()` next to its own flags, then
+Google's names. A script calls `define_task_flags()` (or `define_data_flags()`,
+the data's alone) next to its own flags, then
 `flags.adopt_module_key_flags(classification.flags)` so that `--help` lists
 them, and passes `task_options()` as its options' `task_options`.
 """
@@ -10,15 +11,29 @@ from absl import flags
 FLAGS = flags.FLAGS
 
 
-def define_task_flags():
-  """The data, mode, batch, export and generic-task flags (not the model's own)."""
+def define_data_flags():
+  """The flags that say what the task's data is: name, files, tokenization, generic columns."""
   flags.DEFINE_string("data_dir", None, "Directory with the task's train/dev/test files.")
   flags.DEFINE_string("task_name", None, "The task (cola, mrpc, sst-2, sts-b, ..., generic).")
   flags.DEFINE_string("vocab_file", None, "The vocabulary file the model was trained on.")
-  flags.DEFINE_string("output_dir", None,
-                      "Where checkpoints, TFRecords and results are written.")
   flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).")
   flags.DEFINE_integer("max_seq_length", 128, "Maximum total sequence length after WordPiece.")
+  # The generic task's options (see the README).
+  flags.DEFINE_string("text_a_column", None, "generic: column (name or index) of the text.")
+  flags.DEFINE_string("text_b_column", None, "generic: column of the second text, if any.")
+  flags.DEFINE_string("label_column", None, "generic: column of the label.")
+  flags.DEFINE_bool("header", True, "generic: the files have a header row.")
+  flags.DEFINE_string("delimiter", None, "generic: field separator (default by extension).")
+  flags.DEFINE_bool("regression", False, "generic: float labels (regression).")
+  flags.DEFINE_bool("skip_bad_rows", False, "Skip (and log) malformed rows instead of failing.")
+  flags.DEFINE_string("language", None, "xnli: the language (default zh).")
+
+
+def define_task_flags():
+  """`define_data_flags`, then the mode, batch, training, export and aug_train flags."""
+  define_data_flags()
+  flags.DEFINE_string("output_dir", None,
+                      "Where checkpoints, TFRecords and results are written.")
   flags.DEFINE_bool("do_train", False, "Whether to run training.")
   flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
   flags.DEFINE_bool("do_predict", False, "Whether to run the model on the test set.")
@@ -32,15 +47,8 @@ def define_task_flags():
                       "empty directory, outside output_dir).")
   flags.DEFINE_bool("overwrite_export", False,
                     "Replace export_dir when it holds a SavedModel written by run_classifier.")
-  # The generic task's options (see the README).
-  flags.DEFINE_string("text_a_column", None, "generic: column (name or index) of the text.")
-  flags.DEFINE_string("text_b_column", None, "generic: column of the second text, if any.")
-  flags.DEFINE_string("label_column", None, "generic: column of the label.")
-  flags.DEFINE_bool("header", True, "generic: the files have a header row.")
-  flags.DEFINE_string("delimiter", None, "generic: field separator (default by extension).")
-  flags.DEFINE_bool("regression", False, "generic: float labels (regression).")
-  flags.DEFINE_bool("skip_bad_rows", False, "Skip (and log) malformed rows instead of failing.")
-  flags.DEFINE_string("language", None, "xnli: the language (default zh).")
+  flags.DEFINE_bool("aug_train", False, "Train on train_aug.tsv (augment_data.py's output) "
+                    "instead of the task's training file.")
 
 
 def _column(value):
@@ -50,6 +58,8 @@ def _column(value):
 def task_options():
   """The processor options the flags set for FLAGS.task_name."""
   options = {"skip_bad_rows": FLAGS.skip_bad_rows} if FLAGS.skip_bad_rows else {}
+  if getattr(FLAGS, "aug_train", False):  # a task flag: not defined by augment_data.py
+    options["aug_train"] = True
   name = FLAGS.task_name.strip().lower()
   if name == "generic":
     options.update(text_a_column=_column(FLAGS.text_a_column),

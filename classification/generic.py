@@ -1,6 +1,7 @@
 """A processor for the user's own TSV/CSV files: columns chosen by name or index.
 
-Files are `<data_dir>/{train,dev,test}.{tsv,csv,txt}` (exactly one per split).
+Files are `<data_dir>/{train,dev,test}.{tsv,csv,txt}` (exactly one per split;
+`train_aug.*` for training with `aug_train`).
 The delimiter follows the extension (`.tsv` tab, `.csv` comma) unless given;
 `.txt` needs an explicit delimiter. Tab-separated files are split verbatim
 (no quote character, like GLUE); comma-separated files follow CSV quoting.
@@ -11,7 +12,7 @@ label is an integer, else as strings) and must be saved with the model
 
 import os
 
-from classification.processors import DataFormatError, DataProcessor, Layout
+from classification.processors import AUG_TRAIN_SPLIT, DataFormatError, DataProcessor, Layout
 from cli import FlagError
 import fileio
 
@@ -40,11 +41,14 @@ class DelimitedFileProcessor(DataProcessor):
     regression: labels are float scores instead of classes.
     labels: the label list, when already known (eval/predict from a saved model).
     skip_bad_rows: skip and count malformed rows instead of failing.
+    aug_train: train on `train_aug.{tsv,csv,txt}`, augment_data.py's output.
   """
 
   def __init__(self, text_a_column, label_column, text_b_column=None, header=True,
-               delimiter=None, regression=False, labels=None, skip_bad_rows=False):
+               delimiter=None, regression=False, labels=None, skip_bad_rows=False,
+               aug_train=False):
     super().__init__(skip_bad_rows=skip_bad_rows)
+    self.train_split = AUG_TRAIN_SPLIT if aug_train else "train"
     if not header and not all(_is_index(c) for c in (text_a_column, text_b_column,
                                                      label_column) if c is not None):
       raise FlagError("without a header, columns must be given as 0-based indices")
@@ -67,13 +71,19 @@ class DelimitedFileProcessor(DataProcessor):
     return list(self._labels)
 
   def get_train_examples(self, data_dir):
-    path = self._find(data_dir, "train")
+    path = self._find(data_dir, self.train_split)
     examples = self._read(path, "train", labelled=True)
     if not self.is_regression and self._labels is None:
       if not examples:
         raise DataFormatError(f"{path}: no labelled rows to learn the labels from")
       self._labels = sort_labels(e.label for e in examples)
     return examples
+
+  def get_train_table(self, data_dir):
+    path = self._find(data_dir, self.train_split)
+    delimiter = self._delimiter(path)
+    return self._read_table(path, self._layout(labelled=True), "train", delimiter,
+                            self._quotechar(delimiter))
 
   def get_dev_examples(self, data_dir):
     return self._read(self._find(data_dir, "dev"), "dev", labelled=True)
@@ -95,7 +105,11 @@ class DelimitedFileProcessor(DataProcessor):
   def _read(self, path, set_type, labelled):
     delimiter = self._delimiter(path)
     return self._read_examples(path, self._layout(labelled), set_type, delimiter=delimiter,
-                               quotechar=None if delimiter == "\t" else '"')
+                               quotechar=self._quotechar(delimiter))
+
+  @staticmethod
+  def _quotechar(delimiter):
+    return None if delimiter == "\t" else '"'
 
   def _delimiter(self, path):
     if self.delimiter is not None:

@@ -9,7 +9,7 @@ own index column, as Google does.
 
 import os
 
-from classification.processors import DataFormatError, DataProcessor, Layout
+from classification.processors import AUG_TRAIN_SPLIT, DataFormatError, DataProcessor, Layout
 import fileio
 
 _HEADER = True
@@ -17,15 +17,27 @@ _NO_HEADER = False
 
 
 class GlueProcessor(DataProcessor):
-  """A task whose train/dev/test files are `<data_dir>/{train,dev,test}.tsv`."""
+  """A task whose train/dev/test files are `<data_dir>/{train,dev,test}.tsv`.
+
+  `aug_train=True` trains on `train_aug.tsv` instead, augment_data.py's output
+  (TinyBERT's `--aug_train`).
+  """
 
   labels = ()
   train_layout = dev_layout = test_layout = None
   dev_file, dev_set = "dev.tsv", "dev"
   test_file, test_set = "test.tsv", "test"
 
+  def __init__(self, skip_bad_rows=False, aug_train=False):
+    super().__init__(skip_bad_rows=skip_bad_rows)
+    self.train_file = (AUG_TRAIN_SPLIT if aug_train else "train") + ".tsv"
+
   def get_train_examples(self, data_dir):
-    return self._read_examples(os.path.join(data_dir, "train.tsv"), self.train_layout, "train")
+    return self._read_examples(os.path.join(data_dir, self.train_file), self.train_layout,
+                               "train")
+
+  def get_train_table(self, data_dir):
+    return self._read_table(os.path.join(data_dir, self.train_file), self.train_layout, "train")
 
   def get_dev_examples(self, data_dir):
     return self._read_examples(os.path.join(data_dir, self.dev_file), self.dev_layout,
@@ -100,8 +112,8 @@ class MnliProcessor(GlueProcessor):
   train_layout = dev_layout = Layout(_HEADER, text_a=8, text_b=9, label=-1, guid=0)
   test_layout = Layout(_HEADER, text_a=8, text_b=9, guid=0)
 
-  def __init__(self, mismatched=False, skip_bad_rows=False):
-    super().__init__(skip_bad_rows=skip_bad_rows)
+  def __init__(self, mismatched=False, skip_bad_rows=False, aug_train=False):
+    super().__init__(skip_bad_rows=skip_bad_rows, aug_train=aug_train)
     kind = "mismatched" if mismatched else "matched"
     self.dev_file, self.dev_set = f"dev_{kind}.tsv", f"dev_{kind}"
     # Google names matched test examples "test-<id>".

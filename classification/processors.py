@@ -18,7 +18,7 @@ import math
 from absl import logging
 
 from classification.examples import InputExample
-from cli import UserError
+from cli import FlagError, UserError
 import fileio
 from fileio import InputError
 
@@ -47,6 +47,28 @@ class Layout:
   label: int | str | None = None
   guid: int | str | None = None
   num_columns: int | None = None
+
+
+# The split name of an augmented training file (`train_aug.tsv`, TinyBERT's name), which
+# processors read instead of the training file with `aug_train=True`.
+AUG_TRAIN_SPLIT = "train_aug"
+
+
+@dataclasses.dataclass
+class Table:
+  """A data file's rows as they are, for tools that rewrite them (augment_data.py).
+
+  `header`: the header row, or None; `rows`: the fields of every row read as an
+  example (malformed rows skipped with skip_bad_rows are left out);
+  `text_columns`: the 0-based indices of text_a (and text_b); `delimiter` and
+  `quotechar` as the file is read, so that it can be written back the same way.
+  """
+  path: str
+  header: list | None
+  rows: list
+  text_columns: tuple
+  delimiter: str = "\t"
+  quotechar: str | None = None
 
 
 def read_rows(path, delimiter="\t", quotechar=None):
@@ -128,6 +150,11 @@ class DataProcessor:
   def get_labels(self):
     raise NotImplementedError()
 
+  def get_train_table(self, data_dir):
+    """The training file as a `Table`, checked as get_train_examples checks it."""
+    raise FlagError(f"{type(self).__name__} cannot give its training file as a table (the GLUE "
+                    "tasks and generic can)")
+
   @classmethod
   def _read_tsv(cls, input_file, quotechar=None):
     """All non-blank rows of a TSV file, header included: Google's helper, for custom
@@ -167,7 +194,26 @@ class DataProcessor:
     `keep_row(fields)` can drop rows (XNLI's language filter) and `map_label`
     rewrites label strings before they are checked (XNLI's "contradictory").
     """
-    examples = []
+    return [example for _, example in self._read_rows(path, layout, set_type, delimiter,
+                                                      quotechar, keep_row, map_label)
+            if example is not None]
+
+  def _read_table(self, path, layout, set_type, delimiter="\t", quotechar=None):
+    """Reads one file into a `Table`, with the checks of `_read_examples`."""
+    header, rows = None, []
+    for fields, example in self._read_rows(path, layout, set_type, delimiter, quotechar):
+      if example is None:
+        header = fields
+      else:
+        rows.append(fields)
+    text_columns = tuple(_column_index(column, header, path, what) for column, what in (
+        (layout.text_a, "text_a"), (layout.text_b, "text_b")) if column is not None)
+    return Table(path, header, rows, text_columns, delimiter, quotechar)
+
+  def _read_rows(self, path, layout, set_type, delimiter="\t", quotechar=None, keep_row=None,
+                 map_label=None):
+    """Yields (fields, InputExample) for each row kept, and (header fields, None) first for a
+    file with a header."""
     header = None
     expected = layout.num_columns
     known_labels = None if layout.label is None else self._label_choices()
@@ -192,6 +238,7 @@ class DataProcessor:
               f"the file has {expected}")
         if layout.header:
           self._check_header(fields, columns[2], path, number, known_labels, map_label)
+          yield fields, None
           continue
       try:
         if len(fields) != expected:
@@ -207,13 +254,12 @@ class DataProcessor:
         self.skipped_rows.append((path, number, str(e)))
         skipped += 1
         continue
-      examples.append(example)
+      yield fields, example
     if columns is None:
       raise DataFormatError(f"{path}: the file is empty")
     if skipped:
       logging.warning("Skipped %d malformed rows of %s (e.g. line %d: %s)", skipped, path,
                       self.skipped_rows[-skipped][1], self.skipped_rows[-skipped][2])
-    return examples
 
   def _check_header(self, fields, label_col, path, number, known_labels, map_label):
     """Refuses a first line that reads as an example: it would be skipped as the header."""

@@ -41,7 +41,8 @@ def get_processor(task_name, **options):
   """A new processor for `task_name` (case-insensitive).
 
   `options` go to the processor: `skip_bad_rows` for every task, `language` for
-  xnli, and the column options of `DelimitedFileProcessor` for "generic".
+  xnli, the column options of `DelimitedFileProcessor` for "generic", and
+  `aug_train` (train on augment_data.py's `train_aug.tsv`) for all but xnli.
   """
   key = canonical_task_name(task_name)
   try:

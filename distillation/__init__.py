@@ -7,4 +7,5 @@ Modules, one concept each:
   model      -- the frozen teacher and the student on the same inputs, projections apart
   task       -- `DistillationTask`, the layer-wise losses as a `training.task.Task`
   general    -- general distillation on pre-training records (general_distill.py)
+  augment    -- TinyBERT's data augmentation of a task's training file (augment_data.py)
 """

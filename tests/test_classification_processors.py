@@ -348,6 +348,23 @@ def test_registry_rejects_options_a_task_does_not_take():
     get_processor("generic")
 
 
+def test_aug_train_reads_train_aug_and_tables_keep_the_rows(tmp_path):
+  write_tsv(tmp_path / "train.tsv", [["sentence", "label"], ["good", "1"]])
+  write_tsv(tmp_path / "train_aug.tsv", [["sentence", "label"], ["good", "1"], ["fine", "1"]])
+  assert len(get_processor("sst-2").get_train_examples(str(tmp_path))) == 1
+  augmented = get_processor("mnli-mm", aug_train=True)  # every GLUE task takes it
+  assert augmented.train_file == "train_aug.tsv"
+  assert [e.text_a for e in get_processor("sst-2", aug_train=True).get_train_examples(
+      str(tmp_path))] == ["good", "fine"]
+  table = get_processor("sst-2", aug_train=True).get_train_table(str(tmp_path))
+  assert (table.header, table.rows, table.text_columns) == (
+      ["sentence", "label"], [["good", "1"], ["fine", "1"]], (0,))
+  with pytest.raises(ValueError, match=r"bad options \['aug_train'\] for task 'xnli'"):
+    get_processor("xnli", aug_train=True)
+  with pytest.raises(ValueError, match="XnliProcessor cannot give its training file as a table"):
+    get_processor("xnli").get_train_table(str(tmp_path))
+
+
 # --- The generic TSV/CSV processor --------------------------------------------------------------
 
 def test_generic_tsv_by_header_names(tmp_path):
