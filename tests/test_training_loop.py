@@ -156,6 +156,29 @@ def test_restart_resumes_and_warm_start_runs_only_at_step_zero(one_device,
   assert not warnings, warnings
 
 
+def test_a_changed_input_pipeline_resumes_from_the_weights_with_a_fresh_input(
+    one_device, tmp_path, caplog):
+  """A checkpoint's input position that the pipeline can no longer take (a stage was added
+  since, e.g. by a new version) is dropped with a warning, not a traceback."""
+  first = toy_trainer(one_device, tmp_path, 10, save_checkpoints_steps=5)
+  first.train()
+  saved = model_weights(first.model)
+  again = loop.Trainer(
+      one_device,
+      loop.TrainConfig(output_dir=str(tmp_path), train_batch_size=16, num_train_steps=20,
+                       log_steps=5, save_checkpoints_steps=5),
+      toy_model_fn,
+      lambda: optimizer_lib.create_optimizer(0.0, 20, 2),  # lr 0: the weights stay as restored
+      toy_loss_fn, lambda context: toy_dataset_fn(16)(context).shuffle(4), toy_metrics_fn)
+  with caplog.at_level(logging.WARNING):
+    again.train()
+  assert again.global_step == 20 and os.path.exists(tmp_path / 'model.ckpt-20.index')
+  assert any('holds an input position this input pipeline cannot take' in r.getMessage()
+             for r in caplog.records)
+  for name, value in model_weights(again.model).items():
+    np.testing.assert_array_equal(value, saved[name], err_msg=name)
+
+
 def test_a_full_disk_removes_the_partial_checkpoint_and_keeps_the_last(one_device, tmp_path,
                                                                        monkeypatch):
   real_save = tf.train.CheckpointManager.save

@@ -36,6 +36,10 @@ def interrupted_note(output_dir):
   return (f"kept {latest}: the same command resumes from step {checkpoint_step(latest)}")
 
 
+class InputPositionError(Exception):
+  """A checkpoint's input position does not fit the input pipeline (changed since it was saved)."""
+
+
 class Checkpointer:
   """Saves `checkpoint` every so often and restores the latest one.
 
@@ -57,18 +61,27 @@ class Checkpointer:
     """The latest checkpoint in `directory`, or None."""
     return tf.train.latest_checkpoint(self._directory)
 
-  def restore_latest(self):
+  def restore_latest(self, into=None):
     """Restores the latest checkpoint; returns its path, or None if none.
 
-    Optimizer slots and hyper-parameters are created by the first training
-    step and restored then; `skip_pending` when no step will run.
+    into: restore these objects (some of those saved) instead. Optimizer slots
+    and hyper-parameters are created by the first training step and restored
+    then; `skip_pending` when no step will run. InputPositionError when the
+    saved input iterator does not fit the pipeline (the iterator is then unusable).
     """
     latest = self.latest
-    if latest is not None:
-      self._restored = self._checkpoint.restore(latest)
-      self._restored.assert_existing_objects_matched()
-      logging.info('Restored checkpoint %s at step %d', latest,
-                   checkpoint_step(latest))
+    if latest is None:
+      return None
+    try:
+      self._restored = (into or self._checkpoint).restore(latest)
+    except tf.errors.OpError as e:
+      if 'DeserializeIterator' in str(e):
+        raise InputPositionError(latest) from e
+      raise
+    self._restored.assert_existing_objects_matched()
+    if into is not None:
+      self._restored.expect_partial()  # what `into` leaves out is left out on purpose
+    logging.info('Restored checkpoint %s at step %d', latest, checkpoint_step(latest))
     return latest
 
   def skip_pending(self):

@@ -230,6 +230,14 @@ class Trainer:
     return iter(strategy.distribute_datasets_from_function(
         self._distributed_dataset_fn)), False
 
+  def _iterator_and_checkpointer(self):
+    """A new input iterator, and the Checkpointer that saves it with the model and optimizer."""
+    iterator, saveable = self._make_iterator()
+    extra = {'data_iterator': iterator} if saveable else {}
+    return iterator, checkpointing.Checkpointer(
+        self._checkpoint_fn(self.model, self.optimizer, **extra), self.config.output_dir,
+        self.config.keep_checkpoint_max, strategy_lib.is_chief(self.strategy))
+
   def _next_batch(self, iterator):
     """Next per-replica features (a PerReplica value under several)."""
     if isinstance(iterator, tf.data.Iterator):
@@ -286,13 +294,17 @@ class Trainer:
     is_chief = strategy_lib.is_chief(strategy)
     logging.info('Training with %s over %d replica(s)',
                  type(strategy).__name__, strategy.num_replicas_in_sync)
-    iterator, saveable = self._make_iterator()
-    extra = {'data_iterator': iterator} if saveable else {}
-    checkpointer = checkpointing.Checkpointer(
-        self._checkpoint_fn(self.model, self.optimizer, **extra),
-        config.output_dir,
-        config.keep_checkpoint_max, is_chief)
-    if checkpointer.restore_latest() is None and self._init_fn:
+    iterator, checkpointer = self._iterator_and_checkpointer()
+    try:
+      restored = checkpointer.restore_latest()
+    except checkpointing.InputPositionError as e:
+      logging.warning('%s holds an input position this input pipeline cannot take (it '
+                      'changed since): resuming from its weights and step, with the input '
+                      'started afresh', e)
+      iterator, checkpointer = self._iterator_and_checkpointer()
+      restored = checkpointer.restore_latest(into=self._checkpoint_fn(self.model,
+                                                                      self.optimizer))
+    if restored is None and self._init_fn:
       logging.info('No checkpoint in %s: warm start (init_fn)',
                    config.output_dir)
       self._init_fn(self.model)
