@@ -96,6 +96,10 @@ def latency_ms(model, seq_length, batch_size, calls=LATENCY_CALLS):
 class TaskDistillRun(ClassifierRun):
   """One task_distill.py invocation: run_classifier's steps with a distilled student."""
 
+  def __init__(self, options):
+    self._teacher_model = self._teacher_task = self._teacher_dev = None  # built when needed
+    super().__init__(options)
+
   def model_config(self):
     """The student's config (and its source); the teacher's is kept in `teacher_config`."""
     o = self.options
@@ -105,8 +109,6 @@ class TaskDistillRun(ClassifierRun):
     if student_config.vocab_size != self.teacher_config.vocab_size:
       raise ConfigError(f"the student's vocab_size {student_config.vocab_size} differs from the "
                         f"teacher's {self.teacher_config.vocab_size}: both read the same ids")
-    self._teacher_model = None
-    self._teacher_dev = None
     return student_config, (o.student_bert_config_file or o.student_init_checkpoint
                             or o.teacher_bert_config_file or o.teacher_init_checkpoint)
 
