@@ -10,8 +10,10 @@ write of the same local target removes those of processes no longer running.
 """
 
 import contextlib
+import errno
 import os
 import posixpath
+import sys
 
 from absl import logging
 
@@ -29,6 +31,18 @@ def name_output(error, path):
   none), so that a full disk is reported with the output it stopped."""
   if isinstance(error, OSError) and error.filename is None:
     error.filename = path
+
+
+def tensorflow_full_disk(error, path):
+  """TensorFlow's error for a full disk or quota (a ResourceExhaustedError whose message
+  holds the system's text) as the OSError ENOSPC / EDQUOT naming `path`; None for any other."""
+  tf = sys.modules.get("tensorflow")  # a TensorFlow error means TensorFlow is imported
+  if tf is None or not isinstance(error, tf.errors.ResourceExhaustedError):
+    return None
+  for code in (errno.ENOSPC, errno.EDQUOT):
+    if os.strerror(code) in error.message:
+      return OSError(code, os.strerror(code), path)
+  return None
 
 
 def process_is_running(pid):
@@ -118,7 +132,8 @@ def atomic_write_text(path, text):
 def atomic_directory(path):
   """Yields a new empty directory beside `path` that replaces `path` only if the block succeeds.
 
-  On any exception the new directory is deleted and `path` is left as it was.
+  On any exception the new directory is deleted and `path` is left as it was; a full
+  disk met by TensorFlow's writers (a SavedModel's) becomes OSError ENOSPC naming `path`.
   Readers see the old directory or the new one (or, for an instant, none),
   never a partial one. On object stores (gs://) a directory rename copies its
   files, so there it is not atomic; TensorFlow's ram:// does not move them at all.
@@ -131,8 +146,11 @@ def atomic_directory(path):
   try:
     yield temp
     replace_directory(temp, path)
-  except BaseException:
+  except BaseException as e:
     filesystem.delete(temp)
+    full_disk = tensorflow_full_disk(e, path)
+    if full_disk:
+      raise full_disk from None
     raise
 
 

@@ -5,8 +5,8 @@ must not exist afterwards. Every failing row must print exactly one line
 `<script>: error: ...` and no traceback; every row, no error-level TensorFlow line
 (`E0000 ... failed call to cuInit`). Healthy rows run under umask 027: their outputs must
 be 0640 (0750 for folders), as the user's umask says. Fault rows use real signals (SIGINT
-or SIGKILL, sent once the run logged a given line) and a real full disk: a 6 MB tmpfs mounted in a
-private mount namespace (`unshare`), skipped with the reason where that is not permitted.
+or SIGKILL, sent once the run logged a given line) and a real full disk: a small tmpfs mounted in
+a private mount namespace (`unshare`), skipped with the reason where that is not permitted.
 
 The rows run as subprocesses, as many at a time as there are cores (a script's start
 imports TensorFlow, ~3 s of CPU), all when the module's first row runs; only the rows
@@ -45,7 +45,8 @@ class Row:
 
   stderr: a regex searched in stderr. exist / absent: paths that must (not) exist after.
   setup: a key of SETUPS, preparing the row's folder. interrupt: a regex; `signum` is
-  sent once stderr matches it. full_disk: {tmp}/small is a 6 MB file system. check: a function
+  sent once stderr matches it. full_disk: the size ("6m") of a file system mounted at
+  {tmp}/small, seen by the script only (its contents go with it). check: a function
   of (tmp, data) with assertions of its own. slow: the row trains or waits for a signal
   (~10-30 s; pytest -m "not slow" leaves it out).
   """
@@ -59,7 +60,7 @@ class Row:
   setup: object = None
   interrupt: str = None
   signum: int = signal.SIGINT
-  full_disk: bool = False
+  full_disk: str = None
   check: object = None
   slow: bool = False
 
@@ -151,6 +152,7 @@ SETUPS = {
                                           f"{_dead_pid()} {socket.gethostname()}\n"),
     "big_text": lambda tmp, data: _write(f"{tmp}/big.txt",
                                          (SAMPLE / "corpus.txt").read_text() * 60),
+    "big_squad": lambda tmp, data: _big_squad(tmp),
     "many_sentences": lambda tmp, data: _write(
         f"{tmp}/many.txt", "".join(f"Sentence number {i} is here.\n" for i in range(20_000))),
 }
@@ -183,6 +185,17 @@ def _flip_a_byte(tmp, data):
   content = bytearray(_tfrecord_bytes(data))
   content[len(content) // 2] ^= 1
   _write(f"{tmp}/flip.tfrecord", bytes(content))
+
+
+def _big_squad(tmp):
+  """{tmp}/big.json: 20,000 questions, and their predictions in {tmp}/pred.json."""
+  ids = [f"q{i}" for i in range(20_000)]
+  paragraph = {"context": "The cat sat on the mat.", "qas": [
+      {"id": i, "question": "Where did the cat sit?",
+       "answers": [{"text": "on the mat", "answer_start": 12}]} for i in ids]}
+  _write(f"{tmp}/big.json", json.dumps(
+      {"version": "1.1", "data": [{"title": "t", "paragraphs": [paragraph]}]}))
+  _write(f"{tmp}/pred.json", json.dumps(dict.fromkeys(ids, "the mat")))
 
 
 def _glue_without_header(tmp):
@@ -446,12 +459,33 @@ ROWS = [
         "create_pretraining_data", "--input_file={tmp}/big.txt", "--num_workers=1"),
         -signal.SIGKILL, absent=("out.tfrecord",), setup="big_text",
         interrupt=r"documents read", signum=signal.SIGKILL, check=_killed_then_run_again),
+    Row("ctrl-c-squad", "run_squad", with_flags(
+        "run_squad", "--num_train_epochs=100000", "--train_batch_size=1",
+        "--save_checkpoints_steps=2", "--iterations_per_loop=2"), 130,
+        rf"run_squad: interrupted; kept .*{CKPT}: the same command resumes",
+        exist=("out/checkpoint",), interrupt=r"Saved checkpoint", slow=True),
+    Row("ctrl-c-evaluate-squad", "evaluate_squad", (
+        "{tmp}/big.json", "{tmp}/pred.json", "--out_file={tmp}/metrics.json"), 130,
+        r"evaluate_squad: interrupted", absent=("metrics.json",), setup="big_squad",
+        interrupt=r"Scoring 20000 predictions"),
+    Row("ctrl-c-tfhub", "export_tfhub", SCRIPT_FLAGS["export_tfhub"], 130,
+        r"export_tfhub: interrupted", absent=("hub",), interrupt=r"loaded \d+ weights",
+        slow=True),
     Row("disk-full-pretraining-data", "create_pretraining_data", with_flags(
         "create_pretraining_data", "--output_file={tmp}/small/out.tfrecord", "--dupe_factor=40"),
-        1, r"No space left on device writing .*small/out\.tfrecord", full_disk=True),
+        1, r"No space left on device writing .*small/out\.tfrecord", full_disk="6m"),
     Row("disk-full-checkpoint", "run_pretraining", with_flags(
         "run_pretraining", "--output_dir={tmp}/small/out"), 1,
-        r"No space left on device writing .*small/out/model\.ckpt-2", full_disk=True, slow=True),
+        r"No space left on device writing .*small/out/model\.ckpt-2", full_disk="6m", slow=True),
+    Row("disk-full-cached-records", "run_classifier", with_flags(
+        "run_classifier", "--output_dir={tmp}/small/out"), 1,
+        r"No space left on device writing .*small/out/train\.tf_record", full_disk="64k"),
+    Row("disk-full-classifier-export", "run_classifier", with_flags(
+        "run_classifier", "--init_checkpoint={data}/pre", "--export_dir={tmp}/small/export"), 1,
+        r"No space left on device writing .*small/export", full_disk="2m", slow=True),
+    Row("disk-full-tfhub-export", "export_tfhub", with_flags(
+        "export_tfhub", "--export_path={tmp}/small/hub"), 1,
+        r"No space left on device writing .*small/hub", full_disk="2m", slow=True),
 ]
 ROWS_BY_ID = {row.id: row for row in ROWS}
 assert len(ROWS_BY_ID) == len(ROWS)
@@ -464,7 +498,7 @@ def _command(row, tmp, data):
   args = [sys.executable, str(REPO / f"{row.script}.py")] + [f.format(**values) for f in row.flags]
   shell = "umask 027 && exec \"$@\""
   if row.full_disk:
-    shell = f"mount -t tmpfs -o size=6m tmpfs {tmp}/small && " + shell
+    shell = f"mount -t tmpfs -o size={row.full_disk} tmpfs {tmp}/small && " + shell
     return ["unshare", "--mount", "--map-root-user", "sh", "-c", shell, "sh"] + args
   return ["sh", "-c", shell, "sh"] + args
 

@@ -5,7 +5,6 @@ BERT jobs write `modeling.new_checkpoint`s, which `modeling.load_checkpoint`
 reads back into any BERT model (evaluation, fine-tuning, features).
 """
 
-import errno
 import os
 import re
 import shutil
@@ -15,6 +14,7 @@ from absl import logging
 import tensorflow as tf
 
 from fileio import filesystem
+from fileio.atomic import tensorflow_full_disk
 
 # Estimator's prefix: files are model.ckpt-<step>.index / .data-*.
 CHECKPOINT_NAME = 'model.ckpt'
@@ -103,10 +103,9 @@ class Checkpointer:
       except BaseException as e:
         for partial in filesystem.glob(prefix + '_temp*'):
           filesystem.delete(partial)
-        for code in (errno.ENOSPC, errno.EDQUOT):
-          if (isinstance(e, tf.errors.ResourceExhaustedError) and
-              os.strerror(code) in e.message):
-            raise OSError(code, os.strerror(code), prefix) from None
+        full_disk = tensorflow_full_disk(e, prefix)
+        if full_disk:
+          raise full_disk from None
         raise
       logging.info('Saved checkpoint %s', path)
       return
