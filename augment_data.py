@@ -8,10 +8,11 @@ its masked-LM head) or, for words of several WordPieces, GloVe neighbours
 `distillation.augment` for the algorithm and how it differs from TinyBERT's script.
 """
 
+import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
+
 from absl import flags
 
 from classification import flags as task_flags
-import cli
 from distillation import augment
 from training import flags as training_flags
 

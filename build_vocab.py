@@ -5,10 +5,11 @@ Example:
       --output_file=sample_data/vocab.txt --vocab_size=3000
 """
 
+import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
+
 from absl import flags
 from absl import logging
 
-import cli
 from tokenization import vocab_builder
 
 FLAGS = flags.FLAGS

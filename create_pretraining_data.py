@@ -5,13 +5,14 @@ with the corpus and the output depends only on the flags and the inputs.
 See README.md, "Pre-training data".
 """
 
+import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
+
 import dataclasses
 import signal
 import sys
 
 from absl import flags
 
-import cli
 from pretraining_data import pipeline
 
 flags.DEFINE_string("input_file", None,

@@ -7,11 +7,12 @@ Prints the metrics as JSON, as evaluate-v1.1.py (one line) and evaluate-v2.0.py
 spellings (--na-prob-file, -n, --na-prob-thresh, -t, --out-file, -o) work too.
 """
 
+import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
+
 import json
 
 from absl import flags
 
-import cli
 import fileio
 from squad import evaluation
 

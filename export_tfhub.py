@@ -6,9 +6,10 @@
 Any checkpoint `modeling.load_checkpoint` reads: Google TF1, HuggingFace, ours.
 """
 
+import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
+
 from absl import flags
 
-import cli
 import tfhub
 
 FLAGS = flags.FLAGS

@@ -4,9 +4,10 @@ Accepts Google TF1 checkpoints, HuggingFace model directories and our TF2
 checkpoints as `init_checkpoint`.
 """
 
+import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
+
 from absl import flags
 
-import cli
 from feature_extraction import extract
 import modeling
 import tokenization

@@ -6,9 +6,10 @@ run_classifier.py and extract_features.py; a rerun resumes. See
 `distillation.general` for the outputs.
 """
 
+import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
+
 from absl import flags
 
-import cli
 from distillation import flags as distillation_flags
 from distillation import general
 from training import flags as training_flags

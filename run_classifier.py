@@ -5,11 +5,12 @@ checkpoints as `init_checkpoint`; writes `eval_results.txt`, `test_results.tsv`
 and, with `--export_dir`, a SavedModel that also takes raw text.
 """
 
+import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
+
 from absl import flags
 
 from classification import flags as task_flags
 from classification import run
-import cli
 from training import flags as training_flags
 
 flags.DEFINE_string("bert_config_file", None,

@@ -4,9 +4,10 @@ Checkpoints in output_dir resume training and are `init_checkpoint`s for
 run_classifier.py / extract_features.py. See README.md, "Pre-training".
 """
 
+import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
+
 from absl import flags
 
-import cli
 import pretraining
 from training import flags as training_flags
 

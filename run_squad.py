@@ -6,9 +6,10 @@ file has answers, the official metrics go to `eval_results.txt` too. With
 `--export_dir`, a SavedModel that answers raw-text questions (`squad.export`).
 """
 
+import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
+
 from absl import flags
 
-import cli
 from squad import run
 from training import flags as training_flags
 

@@ -6,10 +6,11 @@ The student learns its layers (--stage=intermediate), then its logits
 run_classifier's. See `distillation.downstream` for the outputs.
 """
 
+import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
+
 from absl import flags
 
 from classification import flags as task_flags
-import cli
 from distillation import downstream
 from distillation import flags as distillation_flags
 from training import flags as training_flags

@@ -8,6 +8,7 @@ TF_CPP_MIN_LOG_LEVEL below 3), which reads as a failure; `run` drops that line.
 import ctypes
 import errno
 import os
+import signal
 import sys
 import tempfile
 
@@ -15,6 +16,12 @@ from absl import app
 from absl import flags
 
 from cli.errors import UserError
+
+
+# A path the user named that cannot be read or written as asked (read-only, a file where a
+# folder should be, ...): the OSError names it, so it is one line, not a traceback.
+_PATH_ERRORS = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR,
+                errno.EISDIR, errno.EEXIST)
 
 
 def _script_name():
@@ -71,8 +78,9 @@ def run(main, interrupted_note=None):
   """Runs `main(argv)` under absl and exits with its status.
 
   `main` returns None or an exit status. A flag absl cannot parse, a
-  `UserError` and a full disk (an OSError ENOSPC or EDQUOT: the writers
-  delete what they had written, and name the file they could not finish)
+  `UserError`, a full disk (an OSError ENOSPC or EDQUOT: the writers
+  delete what they had written, and name the file they could not finish) and
+  an OSError naming a path that cannot be used as asked (`_PATH_ERRORS`)
   print one line `<script>: error: <message>` and exit 1. KeyboardInterrupt
   prints `<script>: interrupted` plus `interrupted_note()` (e.g. which
   checkpoint was kept), if given, and exits 130.
@@ -85,16 +93,20 @@ def run(main, interrupted_note=None):
       print(f"{name}: error: {e}", file=sys.stderr)
       sys.exit(1)
     except OSError as e:
-      if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+      if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = f" writing {e.filename}" if e.filename else ""
+        print(f"{name}: error: {e.strerror}{where}: free some space, then run the same "
+              "command again", file=sys.stderr)
+      elif e.errno in _PATH_ERRORS and e.filename:
+        print(f"{name}: error: {e.filename}: {e.strerror}", file=sys.stderr)
+      else:
         raise
-      where = f" writing {e.filename}" if e.filename else ""
-      print(f"{name}: error: {e.strerror}{where}: free some space, then run the same command "
-            "again", file=sys.stderr)
       sys.exit(1)
     except KeyboardInterrupt:
       note = interrupted_note() if interrupted_note else None
       print(f"{name}: interrupted" + (f"; {note}" if note else ""), file=sys.stderr)
       sys.exit(130)
     sys.exit(status or 0)
+  signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt from here on
   _find_gpus_without_cuinit_error()
   app.run(wrapped, flags_parser=_parse_flags)

@@ -74,6 +74,7 @@ class TaskDistillOptions(ClassifierOptions, DistillOptions):
       raise FlagError(f"--stage must be one of {', '.join(STAGES)}, got {self.stage!r}")
     for name in ("intermediate_epochs", "prediction_epochs", "temperature"):
       runtime.check_positive(name, getattr(self, name))
+    self.check_output_dir(self.output_dir)
     if self.stage == INTERMEDIATE and (self.do_eval or self.do_predict or self.export_dir):
       raise FlagError("--stage=intermediate trains no classifier layer: run --stage=prediction "
                       "in the same output_dir before --do_eval, --do_predict or --export_dir")

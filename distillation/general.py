@@ -95,6 +95,7 @@ def run(options):
   Raises cli.UserError subclasses for what the user can fix.
   """
   o = options
+  o.check_output_dir(o.output_dir)
   teacher_config, student_config, teacher_layers = resolve_configs(o)
   for config in (teacher_config, student_config):
     config.check_seq_length(o.max_seq_length)

@@ -5,6 +5,7 @@
 """
 
 import dataclasses
+import os
 from typing import Optional
 
 from cli import FlagError
@@ -45,6 +46,15 @@ class DistillOptions(runtime.RuntimeOptions):
                       "--student_init_checkpoint with its config beside it, or "
                       "--student_init_from_teacher_layers")
     self.loss_weights()  # checks them
+
+  def check_output_dir(self, output_dir):
+    """FlagError when `output_dir` is the teacher's folder: the student's checkpoints would
+    be taken for (and written over) the teacher's."""
+    teacher = self.teacher_init_checkpoint
+    teacher_dir = teacher if os.path.isdir(teacher) else os.path.dirname(teacher)
+    if os.path.realpath(output_dir) == os.path.realpath(teacher_dir or "."):
+      raise FlagError(f"--output_dir {output_dir!r} is the teacher's folder "
+                      "(--teacher_init_checkpoint): use another folder for the student")
 
   def loss_weights(self):
     return LossWeights(self.embedding_loss_weight, self.hidden_loss_weight,

@@ -28,8 +28,8 @@ def temporary_path(path, kind="tmp"):
 
 def name_output(error, path):
   """Names `path` in `error` if it is an OSError naming no file (Python's failed writes name
-  none), so that a full disk is reported with the output it stopped."""
-  if isinstance(error, OSError) and error.filename is None:
+  none) or `path`'s temporary, so that the error names the output the user asked for."""
+  if isinstance(error, OSError) and error.filename in (None, temporary_path(path)):
     error.filename = path
 
 
@@ -89,7 +89,11 @@ class AtomicFile:
     if parent:
       filesystem.makedirs(parent)
     remove_stale_temporaries(self.path)
-    self.file = filesystem.open_file(self.temp_path, mode)
+    try:
+      self.file = filesystem.open_file(self.temp_path, mode)
+    except OSError as e:
+      name_output(e, self.path)
+      raise
 
   def commit(self):
     try:
@@ -142,7 +146,11 @@ def atomic_directory(path):
   temp = temporary_path(path)
   filesystem.delete(temp)  # left by a crashed process that had our pid
   remove_stale_temporaries(path)
-  filesystem.makedirs(temp)
+  try:
+    filesystem.makedirs(temp)
+  except OSError as e:
+    name_output(e, path)
+    raise
   try:
     yield temp
     replace_directory(temp, path)

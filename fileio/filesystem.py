@@ -7,6 +7,7 @@ TensorFlow, which costs them seconds of start-up. Text is written as UTF-8
 without newline translation on both kinds of path, as GFile writes it.
 """
 
+import errno
 import glob as globlib
 import json
 import os
@@ -73,9 +74,13 @@ def file_size(path):
 
 
 def makedirs(path):
-  """Creates directory `path` and its parents; no error if it exists."""
+  """Creates directory `path` and its parents; no error if it exists. Locally, a file in
+  the way is NotADirectoryError naming that file."""
   if is_local(path):
-    os.makedirs(path, exist_ok=True)
+    try:
+      os.makedirs(path, exist_ok=True)
+    except FileExistsError as e:  # a file where a folder should be
+      raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), e.filename) from None
   else:
     _gfile().makedirs(path)
 

@@ -147,12 +147,14 @@ class BertConfig:
   def from_json_file(cls, path):
     """Reads Google's `bert_config.json`; errors name the file."""
     try:
-      with tf.io.gfile.GFile(path, "r") as f:
-        text = f.read()
+      with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
     except tf.errors.OpError as e:
       raise ConfigError(f"cannot read BERT config {path!r}: {e.message}") from None
     try:
-      values = json.loads(text)
+      values = json.loads(data)
+    except UnicodeDecodeError as e:
+      raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except json.JSONDecodeError as e:
       raise ConfigError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: "
                         f"{e.msg})") from None

@@ -215,8 +215,6 @@ def evaluate(dataset, predictions, na_probs=None, na_prob_thresh=1.0, version=No
   other than 1.0 exist only in v2.0. See evaluate_v1 and evaluate_v2.
   """
   version = version or detect_version(dataset)
-  logging.info("Scoring %d predictions of %s on %d questions (SQuAD %s)", len(predictions),
-               pred_source, sum(1 for _ in _qas(dataset)), version)
   if version == V2:
     return evaluate_v2(dataset, predictions, na_probs, na_prob_thresh, pred_source,
                        na_prob_source)

@@ -5,7 +5,8 @@ must not exist afterwards. Every failing row must print exactly one line
 `<script>: error: ...` and no traceback; every row, no error-level TensorFlow line
 (`E0000 ... failed call to cuInit`). Healthy rows run under umask 027: their outputs must
 be 0640 (0750 for folders), as the user's umask says. Fault rows use real signals (SIGINT
-or SIGKILL, sent once the run logged a given line) and a real full disk: a small tmpfs mounted in
+or SIGKILL, sent once the run logged a given line) and a real full disk or read-only folder: a
+small tmpfs mounted in
 a private mount namespace (`unshare`), skipped with the reason where that is not permitted.
 
 The rows run as subprocesses, as many at a time as there are cores (a script's start
@@ -44,9 +45,10 @@ class Row:
   shared inputs) and {sample} (sample_data/).
 
   stderr: a regex searched in stderr. exist / absent: paths that must (not) exist after.
-  setup: a key of SETUPS, preparing the row's folder. interrupt: a regex; `signum` is
-  sent once stderr matches it. full_disk: the size ("6m") of a file system mounted at
-  {tmp}/small, seen by the script only (its contents go with it). check: a function
+  setup: a key of SETUPS, preparing the row's folder. interrupt: a regex (`signum` is
+  sent once stderr matches it) or a number of seconds after the start. mount: the options
+  ("size=6m", "ro") of a tmpfs mounted at {tmp}/small, seen by the script only (its contents
+  go with it). check: a function
   of (tmp, data) with assertions of its own. slow: the row trains or waits for a signal
   (~10-30 s; pytest -m "not slow" leaves it out).
   """
@@ -58,9 +60,9 @@ class Row:
   exist: tuple = ()
   absent: tuple = ()
   setup: object = None
-  interrupt: str = None
+  interrupt: object = None
   signum: int = signal.SIGINT
-  full_disk: str = None
+  mount: str = None
   check: object = None
   slow: bool = False
 
@@ -153,6 +155,10 @@ SETUPS = {
     "big_text": lambda tmp, data: _write(f"{tmp}/big.txt",
                                          (SAMPLE / "corpus.txt").read_text() * 60),
     "big_squad": lambda tmp, data: _big_squad(tmp),
+    "notes": lambda tmp, data: _write(f"{tmp}/notes.txt", "my notes\n"),
+    "garbled_state": lambda tmp, data: (_copy_run(tmp, data),
+                                        _write(f"{tmp}/out/checkpoint", "garbage {{{\n")),
+    "teacher_dir": lambda tmp, data: os.makedirs(f"{tmp}/teacher"),
     "many_sentences": lambda tmp, data: _write(
         f"{tmp}/many.txt", "".join(f"Sentence number {i} is here.\n" for i in range(20_000))),
 }
@@ -188,8 +194,9 @@ def _flip_a_byte(tmp, data):
 
 
 def _big_squad(tmp):
-  """{tmp}/big.json: 20,000 questions, and their predictions in {tmp}/pred.json."""
-  ids = [f"q{i}" for i in range(20_000)]
+  """{tmp}/big.json: 100,000 questions (scored in 8 s or more), their predictions in
+  {tmp}/pred.json."""
+  ids = [f"q{i}" for i in range(100_000)]
   paragraph = {"context": "The cat sat on the mat.", "qas": [
       {"id": i, "question": "Where did the cat sit?",
        "answers": [{"text": "on the mat", "answer_start": 12}]} for i in ids]}
@@ -222,6 +229,17 @@ def _corpus_unchanged(tmp, data):
 def _notes_kept(tmp, data):
   with open(f"{tmp}/mine/notes.txt", encoding="utf-8") as f:
     assert f.read() == "my notes\n"
+
+
+def _notes_file_kept(tmp, data):
+  with open(f"{tmp}/notes.txt", encoding="utf-8") as f:
+    assert f.read() == "my notes\n"
+
+
+def _checkpoint_kept(tmp, data):
+  for name in ("model.ckpt-2.index", "model.ckpt-2.data-00000-of-00001"):
+    with open(f"{tmp}/out/{name}", "rb") as f, open(f"{data}/pre/{name}", "rb") as g:
+      assert f.read() == g.read(), name
 
 
 def _killed_then_run_again(tmp, data):
@@ -298,6 +316,9 @@ ROWS = [
     Row("config-unknown-key-features", "extract_features", with_flags(
         "extract_features", "--bert_config_file={data}/config_typo.json"), 1,
         r"num_hiden_layers", absent=("out.jsonl",)),
+    Row("config-not-utf8", "run_pretraining", with_flags(
+        "run_pretraining", "--bert_config_file={data}/config_latin1.json"), 1,
+        r"config_latin1\.json: not UTF-8 text \(byte \d+\)"),
     Row("config-not-json", "run_classifier", with_flags(
         "run_classifier", "--bert_config_file={sample}/vocab.txt"), 1, r"not valid JSON"),
     Row("learning-rate-negative", "run_classifier", with_flags(
@@ -422,6 +443,35 @@ ROWS = [
     Row("hub-export-not-a-savedmodel", "export_tfhub", with_flags(
         "export_tfhub", "--export_path={tmp}/mine"), 1, r"not a SavedModel",
         setup="not_a_savedmodel", check=_notes_kept),
+    # --- output paths that cannot be used, and runs that are not this job's
+    Row("output-dir-is-a-file", "run_pretraining", with_flags(
+        "run_pretraining", "--output_dir={tmp}/notes.txt"), 1, r"notes\.txt: Not a directory",
+        setup="notes", check=_notes_file_kept),
+    Row("export-path-under-a-file", "export_tfhub", with_flags(
+        "export_tfhub", "--export_path={tmp}/notes.txt/hub"), 1, r"notes\.txt: Not a directory",
+        setup="notes", check=_notes_file_kept),
+    Row("export-dir-read-only", "run_classifier", with_flags(
+        "run_classifier", "--init_checkpoint={data}/pre", "--export_dir={tmp}/small/export"), 1,
+        r"small/export: Read-only file system", mount="ro", slow=True),
+    Row("output-dir-read-only", "run_pretraining", with_flags(
+        "run_pretraining", "--output_dir={tmp}/small/out"), 1,
+        r"small/out: Read-only file system", mount="ro"),
+    Row("checkpoint-state-garbled", "run_pretraining", with_flags(
+        "run_pretraining", "--num_train_steps=4"), 1,
+        r"out holds checkpoints \(model\.ckpt-2\) that its .*out/checkpoint file does not list",
+        setup="garbled_state", check=_checkpoint_kept, absent=("out/model.ckpt-4.index",)),
+    Row("output-dir-of-another-job", "general_distill", (
+        "--input_file={data}/pre.tfrecord", "--teacher_init_checkpoint={data}/pre",
+        "--student_init_from_teacher_layers=0,1", "--output_dir={tmp}/out",
+        "--max_seq_length=64", "--max_predictions_per_seq=10", "--train_batch_size=8",
+        "--num_train_steps=4", "--num_warmup_steps=1"), 1,
+        r"out/model\.ckpt-2 does not hold this job's state \(another kind of run wrote it\)",
+        setup="copy_run", check=_checkpoint_kept, slow=True),
+    Row("student-into-the-teacher", "task_distill", (
+        "--task_name=sst-2", "--data_dir={sample}/sentiment", "--vocab_file={sample}/vocab.txt",
+        "--teacher_init_checkpoint={tmp}/teacher", "--output_dir={tmp}/teacher",
+        "--student_init_from_teacher_layers=0", "--do_train"), 1,
+        r"--output_dir '.*teacher' is the teacher's folder", setup="teacher_dir"),
     # --- faults: stale temporaries and locks, Ctrl-C, a full disk
     Row("stale-temporary-of-a-killed-run", "create_pretraining_data",
         SCRIPT_FLAGS["create_pretraining_data"], 0, r"Removing .*\.out\.tfrecord\.tmp-\d+",
@@ -459,6 +509,8 @@ ROWS = [
         "create_pretraining_data", "--input_file={tmp}/big.txt", "--num_workers=1"),
         -signal.SIGKILL, absent=("out.tfrecord",), setup="big_text",
         interrupt=r"documents read", signum=signal.SIGKILL, check=_killed_then_run_again),
+    Row("ctrl-c-while-importing", "run_classifier", SCRIPT_FLAGS["run_classifier"], 130,
+        r"(?m)^run_classifier: interrupted$", absent=("out",), interrupt=1.0),
     Row("ctrl-c-squad", "run_squad", with_flags(
         "run_squad", "--num_train_epochs=100000", "--train_batch_size=1",
         "--save_checkpoints_steps=2", "--iterations_per_loop=2"), 130,
@@ -467,25 +519,25 @@ ROWS = [
     Row("ctrl-c-evaluate-squad", "evaluate_squad", (
         "{tmp}/big.json", "{tmp}/pred.json", "--out_file={tmp}/metrics.json"), 130,
         r"evaluate_squad: interrupted", absent=("metrics.json",), setup="big_squad",
-        interrupt=r"Scoring 20000 predictions"),
+        interrupt=2.0),
     Row("ctrl-c-tfhub", "export_tfhub", SCRIPT_FLAGS["export_tfhub"], 130,
         r"export_tfhub: interrupted", absent=("hub",), interrupt=r"loaded \d+ weights",
         slow=True),
     Row("disk-full-pretraining-data", "create_pretraining_data", with_flags(
         "create_pretraining_data", "--output_file={tmp}/small/out.tfrecord", "--dupe_factor=40"),
-        1, r"No space left on device writing .*small/out\.tfrecord", full_disk="6m"),
+        1, r"No space left on device writing .*small/out\.tfrecord", mount="size=6m"),
     Row("disk-full-checkpoint", "run_pretraining", with_flags(
         "run_pretraining", "--output_dir={tmp}/small/out"), 1,
-        r"No space left on device writing .*small/out/model\.ckpt-2", full_disk="6m", slow=True),
+        r"No space left on device writing .*small/out/model\.ckpt-2", mount="size=6m", slow=True),
     Row("disk-full-cached-records", "run_classifier", with_flags(
         "run_classifier", "--output_dir={tmp}/small/out"), 1,
-        r"No space left on device writing .*small/out/train\.tf_record", full_disk="64k"),
+        r"No space left on device writing .*small/out/train\.tf_record", mount="size=64k"),
     Row("disk-full-classifier-export", "run_classifier", with_flags(
         "run_classifier", "--init_checkpoint={data}/pre", "--export_dir={tmp}/small/export"), 1,
-        r"No space left on device writing .*small/export", full_disk="2m", slow=True),
+        r"No space left on device writing .*small/export", mount="size=2m", slow=True),
     Row("disk-full-tfhub-export", "export_tfhub", with_flags(
         "export_tfhub", "--export_path={tmp}/small/hub"), 1,
-        r"No space left on device writing .*small/hub", full_disk="2m", slow=True),
+        r"No space left on device writing .*small/hub", mount="size=2m", slow=True),
 ]
 ROWS_BY_ID = {row.id: row for row in ROWS}
 assert len(ROWS_BY_ID) == len(ROWS)
@@ -497,13 +549,13 @@ def _command(row, tmp, data):
   values = dict(tmp=tmp, data=data, sample=str(SAMPLE))
   args = [sys.executable, str(REPO / f"{row.script}.py")] + [f.format(**values) for f in row.flags]
   shell = "umask 027 && exec \"$@\""
-  if row.full_disk:
-    shell = f"mount -t tmpfs -o size={row.full_disk} tmpfs {tmp}/small && " + shell
+  if row.mount:
+    shell = f"mount -t tmpfs -o {row.mount} tmpfs {tmp}/small && " + shell
     return ["unshare", "--mount", "--map-root-user", "sh", "-c", shell, "sh"] + args
   return ["sh", "-c", shell, "sh"] + args
 
 
-def _full_disk_reason():
+def _mount_reason():
   """Why a private tmpfs cannot be mounted here (None if it can)."""
   if not shutil.which("unshare"):
     return "no unshare command"
@@ -516,7 +568,7 @@ def _full_disk_reason():
 def _run_row(row, tmp, data):
   """Runs `row` in folder `tmp`; returns (exit status, stderr)."""
   os.makedirs(tmp)
-  if row.full_disk:
+  if row.mount:
     os.makedirs(f"{tmp}/small")
   if row.setup:
     SETUPS[row.setup](tmp, data)
@@ -527,7 +579,10 @@ def _run_row(row, tmp, data):
                                stderr=err, env=env, text=True)
     try:
       deadline = time.time() + TIMEOUT
-      if row.interrupt:
+      if isinstance(row.interrupt, (int, float)):
+        time.sleep(row.interrupt)
+        process.send_signal(row.signum)
+      elif row.interrupt:
         while not re.search(row.interrupt, _read(err)):
           assert process.poll() is None, "ended before it could be interrupted"
           assert time.time() < deadline, f"no {row.interrupt!r} in time"
@@ -562,6 +617,8 @@ def fixture_data(tmp_path_factory):
   config = json.loads((SAMPLE / "bert_config.json").read_text())
   (data / "config_typo.json").write_text(json.dumps(
       {("num_hiden_layers" if k == "num_hidden_layers" else k): v for k, v in config.items()}))
+  (data / "config_latin1.json").write_bytes(
+      json.dumps(dict(config, hidden_act="g\xe9lu"), ensure_ascii=False).encode("latin-1"))
   (data / "config_missing.json").write_text(json.dumps(
       {k: v for k, v in config.items() if k != "hidden_size"}))
   (data / "config_h64.json").write_text(json.dumps(dict(config, hidden_size=64,
@@ -586,12 +643,12 @@ def fixture_results(request, data, tmp_path_factory):
   selected = [item.callspec.params["row"] for item in request.session.items
               if item.module is request.module and hasattr(item, "callspec")]
   root = tmp_path_factory.mktemp("rows")
-  reason = _full_disk_reason() if any(row.full_disk for row in selected) else None
+  reason = _mount_reason() if any(row.mount for row in selected) else None
   results = {}
   with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
     futures = {}
     for row in selected:
-      if row.full_disk and reason:
+      if row.mount and reason:
         results[row.id] = reason
         continue
       futures[row.id] = (pool.submit(_run_row, row, str(root / row.id), data),

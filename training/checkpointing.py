@@ -13,6 +13,7 @@ import tempfile
 from absl import logging
 import tensorflow as tf
 
+from cli import UserError
 from fileio import filesystem
 from fileio.atomic import tensorflow_full_disk
 
@@ -26,6 +27,26 @@ def checkpoint_step(path):
   if not match:
     raise ValueError(f'checkpoint path {path!r} does not end in -<step>')
   return int(match.group(1))
+
+
+class CheckpointStateError(UserError):
+  """Checkpoints in a run's directory that its `checkpoint` file does not list (missing or
+  unreadable): starting over would overwrite them."""
+
+
+def latest_checkpoint(directory):
+  """The latest checkpoint of `directory` (its `checkpoint` file), or None if it has none;
+  CheckpointStateError when checkpoint files lie there but that file does not list them."""
+  latest = tf.train.latest_checkpoint(directory)
+  if latest is None:
+    found = filesystem.glob(os.path.join(directory, f'{CHECKPOINT_NAME}-*.index'))
+    if found:
+      names = sorted(os.path.basename(f)[:-len('.index')] for f in found)
+      raise CheckpointStateError(
+          f'{directory} holds checkpoints ({", ".join(names)}) that its '
+          f'{os.path.join(directory, "checkpoint")} file does not list (missing or unreadable): '
+          'starting over would overwrite them; restore that file, or move the checkpoints away')
+  return latest
 
 
 def interrupted_note(output_dir):
@@ -58,8 +79,8 @@ class Checkpointer:
 
   @property
   def latest(self):
-    """The latest checkpoint in `directory`, or None."""
-    return tf.train.latest_checkpoint(self._directory)
+    """The latest checkpoint in `directory`, or None (see `latest_checkpoint`)."""
+    return latest_checkpoint(self._directory)
 
   def restore_latest(self, into=None):
     """Restores the latest checkpoint; returns its path, or None if none.
@@ -78,7 +99,12 @@ class Checkpointer:
       if 'DeserializeIterator' in str(e):
         raise InputPositionError(latest) from e
       raise
-    self._restored.assert_existing_objects_matched()
+    try:
+      self._restored.assert_existing_objects_matched()
+    except AssertionError:
+      raise CheckpointStateError(
+          f'{latest} does not hold this job\'s state (another kind of run wrote it): use '
+          'another output directory') from None
     if into is not None:
       self._restored.expect_partial()  # what `into` leaves out is left out on purpose
     logging.info('Restored checkpoint %s at step %d', latest, checkpoint_step(latest))

@@ -10,10 +10,10 @@ second process out of output_dir until `close()`.
 import os
 
 from absl import logging
-import tensorflow as tf
 import tf_keras
 
 from cli import FlagError
+from fileio import filesystem
 from training import checkpointing, evaluation, loop, optimizer, output_lock, precision
 from training import strategy as strategy_lib
 from training import task as task_lib
@@ -43,7 +43,7 @@ class Runner:
     self.strategy = options.build_strategy()
     if options.seed is not None:
       tf_keras.utils.set_random_seed(options.seed)
-    tf.io.gfile.makedirs(self.output_dir)
+    filesystem.makedirs(self.output_dir)  # local: an OSError naming the path
     # One run per output_dir (training.output_lock); `close()` lets go.
     self._lock = output_lock.OutputDirLock(self.output_dir) if self.is_chief else None
     self.model = None
@@ -108,7 +108,7 @@ class Runner:
     if self.model is not None and self._model_task is task:
       return self.model
     model = self.build_model(task)
-    latest = tf.train.latest_checkpoint(self.output_dir)
+    latest = checkpointing.latest_checkpoint(self.output_dir)
     if latest:
       logging.info("Evaluating %s", task.load_weights(model, latest))
       self.global_step = checkpointing.checkpoint_step(latest)
