@@ -155,7 +155,25 @@ SETUPS = {
     "big_squad": lambda tmp, data: _big_squad(tmp),
     "many_sentences": lambda tmp, data: _write(
         f"{tmp}/many.txt", "".join(f"Sentence number {i} is here.\n" for i in range(20_000))),
+    "user_files": lambda tmp, data: _write_user_files(tmp, data),
 }
+
+
+def _user_files(data):
+  """{name: content} of setup "user_files": copies of inputs, a Latin-1 text, a file of notes."""
+  sources = {"corpus.txt": SAMPLE / "corpus.txt", "words.txt": SAMPLE / "vocab.txt",
+             "sentences.txt": f"{data}/sentences.txt", "squad.json": f"{data}/squad.json"}
+  files = {"pred.json": b'{"q1": "the mat"}\n', "latin1.txt": b"Caf\xe9 tr\xe8s bien.\n",
+           "mine.txt": b"my notes\n"}
+  for name, source in sources.items():
+    with open(source, "rb") as f:
+      files[name] = f.read()
+  return files
+
+
+def _write_user_files(tmp, data):
+  for name, content in _user_files(data).items():
+    _write(f"{tmp}/{name}", content)
 
 
 def _truncated_checkpoint(tmp, data):
@@ -224,6 +242,12 @@ def _notes_kept(tmp, data):
     assert f.read() == "my notes\n"
 
 
+def _user_files_unchanged(tmp, data):
+  for name, content in _user_files(data).items():
+    with open(f"{tmp}/{name}", "rb") as f:
+      assert f.read() == content, name
+
+
 def _killed_then_run_again(tmp, data):
   """After a SIGKILL (its temporary left), the same command succeeds and removes it."""
   (killed,) = [name for name in os.listdir(tmp) if name.startswith(".out.tfrecord.tmp-")]
@@ -285,7 +309,8 @@ ROWS = [
     Row("output-file-is-an-input", "create_pretraining_data", with_flags(
         "create_pretraining_data", "--input_file={tmp}/corpus.txt",
         "--output_file={tmp}/corpus.txt", "--overwrite"), 1,
-        r"is one of the --input_file files: it would replace the corpus", setup="corpus_copy",
+        r"output file '.*/corpus\.txt' is also an input \(--input_file\): it would be replaced",
+        setup="corpus_copy",
         check=_corpus_unchanged),
     # --- configs and flags
     Row("config-unknown-key", "run_pretraining", with_flags(
@@ -400,8 +425,8 @@ ROWS = [
         "create_pretraining_data", "--input_file={tmp}/empty.txt"), 1, r"no instances",
         setup="empty_input", absent=("out.tfrecord",)),
     Row("output-exists", "create_pretraining_data", with_flags(
-        "create_pretraining_data", "--output_file={sample}/vocab.txt"), 1,
-        r"output file exists: .*vocab\.txt.* \(pass --overwrite"),
+        "create_pretraining_data", "--output_file={sample}/bert_config.json"), 1,
+        r"output file exists: .*bert_config\.json.* \(pass --overwrite"),
     Row("glue-without-header", "run_classifier", with_flags(
         "run_classifier", "--data_dir={tmp}/glue"), 1, r"train\.tsv.*header",
         setup="glue_without_header"),
@@ -422,6 +447,12 @@ ROWS = [
     Row("hub-export-not-a-savedmodel", "export_tfhub", with_flags(
         "export_tfhub", "--export_path={tmp}/mine"), 1, r"not a SavedModel",
         setup="not_a_savedmodel", check=_notes_kept),
+    # --- outputs and inputs of the smaller scripts
+    Row("pretraining-data-output-is-vocab", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--vocab_file={tmp}/words.txt",
+        "--output_file={tmp}/words.txt", "--overwrite"), 1,
+        r"output file '.*/words\.txt' is also an input \(--vocab_file\)", setup="user_files",
+        check=_user_files_unchanged),
     # --- faults: stale temporaries and locks, Ctrl-C, a full disk
     Row("stale-temporary-of-a-killed-run", "create_pretraining_data",
         SCRIPT_FLAGS["create_pretraining_data"], 0, r"Removing .*\.out\.tfrecord\.tmp-\d+",
