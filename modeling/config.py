@@ -151,6 +151,9 @@ class BertConfig:
         text = f.read()
     except tf.errors.OpError as e:
       raise ConfigError(f"cannot read BERT config {path!r}: {e.message}") from None
+    except UnicodeDecodeError as e:
+      raise ConfigError(f"{path}: not valid JSON (not UTF-8 text: {e.reason} at byte "
+                        f"{e.start})") from None
     try:
       values = json.loads(text)
     except json.JSONDecodeError as e:

@@ -453,6 +453,34 @@ ROWS = [
         "--output_file={tmp}/words.txt", "--overwrite"), 1,
         r"output file '.*/words\.txt' is also an input \(--vocab_file\)", setup="user_files",
         check=_user_files_unchanged),
+    Row("features-output-exists", "extract_features", with_flags(
+        "extract_features", "--output_file={tmp}/mine.txt"), 1,
+        r"output file exists: '.*/mine\.txt' \(pass --overwrite", setup="user_files",
+        check=_user_files_unchanged),
+    Row("features-output-is-input", "extract_features", with_flags(
+        "extract_features", "--input_file={tmp}/sentences.txt",
+        "--output_file={tmp}/sentences.txt", "--overwrite"), 1,
+        r"is also an input \(--input_file\)", setup="user_files", check=_user_files_unchanged),
+    Row("features-output-is-vocab", "extract_features", with_flags(
+        "extract_features", "--vocab_file={tmp}/words.txt", "--output_file={tmp}/words.txt",
+        "--overwrite"), 1, r"is also an input \(--vocab_file\)", setup="user_files",
+        check=_user_files_unchanged),
+    Row("features-input-not-utf8", "extract_features", with_flags(
+        "extract_features", "--input_file={tmp}/latin1.txt"), 1,
+        r"latin1\.txt:1: not valid UTF-8", setup="user_files", absent=("out.jsonl",)),
+    Row("features-batch-size-zero", "extract_features", with_flags(
+        "extract_features", "--batch_size=0"), 1, r"--batch_size must be positive",
+        absent=("out.jsonl",)),
+    Row("features-vocab-of-another-size", "extract_features", with_flags(
+        "extract_features", "--vocab_file={data}/vocab_small.txt"), 1,
+        r"vocab_small\.txt has 1000 tokens but the model config .* has vocab_size 2231",
+        absent=("out.jsonl",)),
+    Row("features-checkpoint-not-a-checkpoint", "extract_features", with_flags(
+        "extract_features", "--init_checkpoint={data}/pre.tfrecord"), 1,
+        r"no checkpoint at '.*/pre\.tfrecord'", absent=("out.jsonl",)),
+    Row("features-config-not-text", "extract_features", with_flags(
+        "extract_features", "--bert_config_file={data}/pre.tfrecord"), 1,
+        r"pre\.tfrecord: not valid JSON \(not UTF-8 text", absent=("out.jsonl",)),
     # --- faults: stale temporaries and locks, Ctrl-C, a full disk
     Row("stale-temporary-of-a-killed-run", "create_pretraining_data",
         SCRIPT_FLAGS["create_pretraining_data"], 0, r"Removing .*\.out\.tfrecord\.tmp-\d+",

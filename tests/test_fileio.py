@@ -1,4 +1,4 @@
-"""fileio: input patterns, output checks, atomic files and directories, TFRecord framing;
+"""fileio: input patterns and lines, output checks, atomic files and directories, TFRecord framing;
 local and ram://."""
 
 import errno
@@ -62,6 +62,16 @@ def test_bad_patterns_name_the_flag_and_the_path(root):
     with pytest.raises(InputError, match="--input_file names no file"):
       fileio.resolve_input_files(empty)
   assert issubclass(InputError, ValueError)
+
+
+def test_utf8_lines_name_the_file_and_the_line(root):
+  with tf.io.gfile.GFile(f"{root}/a.txt", "wb") as f:
+    f.write("é\nfine\n".encode() + b"Caf\xe9\n")
+  lines = fileio.utf8_lines(f"{root}/a.txt")
+  assert [next(lines), next(lines)] == [(1, "é\n"), (2, "fine\n")]
+  with pytest.raises(InputError, match=r"/a\.txt:3: not valid UTF-8 \(invalid continuation "
+                                       r"byte at byte 3\)"):
+    next(lines)
 
 
 def test_check_outputs_keeps_what_the_user_owns(root):
