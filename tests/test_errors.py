@@ -481,6 +481,33 @@ ROWS = [
     Row("features-config-not-text", "extract_features", with_flags(
         "extract_features", "--bert_config_file={data}/pre.tfrecord"), 1,
         r"pre\.tfrecord: not valid JSON \(not UTF-8 text", absent=("out.jsonl",)),
+    Row("vocab-output-exists", "build_vocab", with_flags(
+        "build_vocab", "--output_file={tmp}/mine.txt"), 1,
+        r"output file exists: '.*/mine\.txt' \(pass --overwrite", setup="user_files",
+        check=_user_files_unchanged),
+    Row("vocab-output-is-input", "build_vocab", with_flags(
+        "build_vocab", "--input_file={tmp}/s*.txt,{tmp}/corpus.txt",
+        "--output_file={tmp}/corpus.txt", "--overwrite"), 1,
+        r"is also an input \(--input_file\)", setup="user_files", check=_user_files_unchanged),
+    Row("vocab-min-frequency-negative", "build_vocab", with_flags(
+        "build_vocab", "--min_frequency=-1"), 1, r"--min_frequency must be positive, got -1",
+        absent=("vocab.txt",)),
+    Row("vocab-empty-input", "build_vocab", with_flags(
+        "build_vocab", "--input_file={tmp}/empty.txt"), 1,
+        r"--input_file .*/empty\.txt holds no words", setup="empty_input", absent=("vocab.txt",)),
+    Row("evaluate-out-file-exists", "evaluate_squad", (
+        "{tmp}/squad.json", "{tmp}/pred.json", "--out_file={tmp}/mine.txt"), 1,
+        r"output file exists: '.*/mine\.txt' \(pass --overwrite", setup="user_files",
+        check=_user_files_unchanged),
+    Row("evaluate-out-file-is-data", "evaluate_squad", (
+        "{tmp}/squad.json", "{tmp}/pred.json", "--out_file={tmp}/squad.json", "--overwrite"), 1,
+        r"is also an input \(data_file\)", setup="user_files", check=_user_files_unchanged),
+    Row("evaluate-out-file-is-pred", "evaluate_squad", (
+        "{tmp}/squad.json", "{tmp}/pred.json", "--out-file={tmp}/pred.json", "--overwrite"), 1,
+        r"is also an input \(pred_file\)", setup="user_files", check=_user_files_unchanged),
+    Row("evaluate-out-file-is-a-directory", "evaluate_squad", (
+        "{tmp}/squad.json", "{tmp}/pred.json", "--out_file={tmp}"), 1,
+        r"output path is a directory: '.*'", setup="user_files"),
     # --- faults: stale temporaries and locks, Ctrl-C, a full disk
     Row("stale-temporary-of-a-killed-run", "create_pretraining_data",
         SCRIPT_FLAGS["create_pretraining_data"], 0, r"Removing .*\.out\.tfrecord\.tmp-\d+",
