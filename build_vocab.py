@@ -23,13 +23,15 @@ flags.DEFINE_bool("do_lower_case", True,
                   "Lower-case and strip accents before counting (uncased vocabulary).")
 flags.DEFINE_integer("min_frequency", 2,
                      "Pieces seen fewer times are not learned; characters are always kept.")
+flags.DEFINE_bool("overwrite", False, "Replace existing output files.")
 
 
 def main(_):
   logging.set_verbosity(logging.INFO)
   vocab_builder.build_vocab_file(
       FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_size,
-      do_lower_case=FLAGS.do_lower_case, min_frequency=FLAGS.min_frequency)
+      do_lower_case=FLAGS.do_lower_case, min_frequency=FLAGS.min_frequency,
+      overwrite=FLAGS.overwrite)
 
 
 if __name__ == "__main__":

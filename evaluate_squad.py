@@ -3,8 +3,9 @@
 Usage: evaluate_squad.py [flags] data_file pred_file
 
 Prints the metrics as JSON, as evaluate-v1.1.py (one line) and evaluate-v2.0.py
-(indented) do, or writes them to --out_file. The v2.0 script's option
-spellings (--na-prob-file, -n, --na-prob-thresh, -t, --out-file, -o) work too.
+(indented) do, or writes them to --out_file (an existing file only with --overwrite, an
+input never). The v2.0 script's option spellings (--na-prob-file, -n, --na-prob-thresh, -t,
+--out-file, -o) work too.
 """
 
 import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
@@ -27,6 +28,7 @@ flags.DEFINE_float("na_prob_thresh", 1.0,
                    "predicted \"no answer\".", short_name="t")
 flags.DEFINE_string("out_file", None, "Write the metrics JSON here instead of printing it.",
                     short_name="o")
+flags.DEFINE_bool("overwrite", False, "Replace existing output files.")
 flags.DEFINE_enum("version", "auto", ["auto", evaluation.V1, evaluation.V2],
                   "SQuAD version; auto: 2.0 if the dataset's `version` says so or a question "
                   "has `is_impossible`.")
@@ -38,6 +40,9 @@ def main(argv):
   if len(argv) != 3:
     raise cli.FlagError(f"expected two arguments, data_file and pred_file; got {len(argv) - 1}")
   data_file, pred_file = argv[1:]
+  if FLAGS.out_file:
+    fileio.check_outputs([FLAGS.out_file], FLAGS.overwrite, {
+        "data_file": data_file, "pred_file": pred_file, "--na_prob_file": FLAGS.na_prob_file})
   dataset = evaluation.read_dataset(data_file)
   version = evaluation.detect_version(dataset) if FLAGS.version == "auto" else FLAGS.version
   metrics = evaluation.evaluate(

@@ -25,6 +25,7 @@ flags.DEFINE_string("init_checkpoint", None, "Google TF1 / HF / TF2 checkpoint."
 flags.DEFINE_string("vocab_file", None, "The vocabulary file the model was trained on.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).")
 flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
+flags.DEFINE_bool("overwrite", False, "Replace existing output files.")
 # Accepted for compatibility with Google's command lines; they have no effect here.
 flags.DEFINE_bool("use_tpu", False, "Ignored (no TPU support).")
 flags.DEFINE_string("master", None, "Ignored.")
@@ -34,11 +35,12 @@ flags.DEFINE_bool("use_one_hot_embeddings", False, "Ignored.")
 
 def main(_):
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-  config = modeling.load_config(FLAGS.bert_config_file or FLAGS.init_checkpoint)
+  config = modeling.resolve_config(FLAGS.bert_config_file, FLAGS.init_checkpoint)
   tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+  tokenizer.check_vocab_size(config.vocab_size, FLAGS.bert_config_file or FLAGS.init_checkpoint)
   extract.extract_features(config, FLAGS.init_checkpoint, tokenizer, FLAGS.input_file,
                            FLAGS.output_file, FLAGS.layers, FLAGS.max_seq_length,
-                           FLAGS.batch_size)
+                           FLAGS.batch_size, overwrite=FLAGS.overwrite)
 
 
 if __name__ == "__main__":

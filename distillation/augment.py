@@ -58,7 +58,6 @@ import fileio
 from fileio.atomic import name_output
 import modeling
 from modeling.checkpoints.names import HEAD_LABELS
-from pretraining_data.writer import OutputError, check_outputs
 import tokenization
 from training import runtime
 
@@ -343,7 +342,9 @@ def run(options):
   processor = registry.get_processor(o.task_name, **o.task_options)
   table = processor.get_train_table(o.data_dir)
   path = output_path(o, table.path)
-  check_outputs([path], o.overwrite, input_files=[table.path])
+  fileio.check_outputs([path], o.overwrite, {
+      "the training file of --data_dir": table.path, "--vocab_file": o.vocab_file,
+      "--glove_file": o.glove_file})
   indices = range(o.shard_index, len(table.rows), o.num_shards)
   tokenization.validate_case_matches_checkpoint(o.do_lower_case, o.init_checkpoint)
   config = modeling.resolve_config(o.bert_config_file, o.init_checkpoint)
@@ -353,8 +354,8 @@ def run(options):
   try:
     output = fileio.AtomicFile(path)
   except OSError as e:
-    raise OutputError(f"cannot create {path}: {e.strerror} (--output_file says where to "
-                      "write)") from None
+    raise fileio.OutputError(f"cannot create {path}: {e.strerror} (--output_file says where "
+                             "to write)") from None
   try:
     mlm = MaskedLM(config, o.init_checkpoint, tokenizer.vocab, o.top_k)
     glove = (GloveNeighbours(*read_glove(o.glove_file, o.glove_max_words), o.top_k)

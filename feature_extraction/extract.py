@@ -16,11 +16,11 @@ import tensorflow as tf
 
 from cli import FlagError
 
-from fileio import InputError, atomic_output, missing_file, open_file
+from fileio import InputError, atomic_output, check_outputs, missing_file, utf8_lines
 from modeling.checkpoints.auto import load_checkpoint
 from modeling.encoder import build_encoder
-from tokenization import convert_to_unicode
 from tokenization.packing import pack_tokens
+from training.runtime import check_positive
 
 _PAIR_RE = re.compile(r"^(.*) \|\|\| (.*)$")
 
@@ -44,18 +44,18 @@ class InputFeatures:
 def read_examples(input_file):
   """One example per line; `a ||| b` is a pair. Ids count from 0, as Google's.
 
-  Raises InputError for a missing or empty input (Google's writes an empty output).
+  Raises InputError for a missing or empty input (Google's writes an empty output) and for a
+  line that is not valid UTF-8 (Google's drops its bad bytes).
   """
   problem = missing_file(input_file)
   if problem:
     raise InputError(f"--input_file {input_file!r}: {problem}")
   examples = []
-  with open_file(input_file, "rb") as f:
-    for unique_id, raw in enumerate(f):
-      line = convert_to_unicode(raw).strip()
-      m = _PAIR_RE.match(line)
-      examples.append(InputExample(unique_id, m.group(1), m.group(2)) if m
-                      else InputExample(unique_id, line))
+  for line_no, line in utf8_lines(input_file):
+    text = line.strip()
+    m = _PAIR_RE.match(text)
+    examples.append(InputExample(line_no - 1, m.group(1), m.group(2)) if m
+                    else InputExample(line_no - 1, text))
   if not examples:
     raise InputError(f"--input_file {input_file!r} is empty: no line to extract features for")
   return examples
@@ -93,11 +93,15 @@ def _feature_json(feature, layer_outputs, layer_indexes):
 
 
 def extract_features(config, init_checkpoint, tokenizer, input_file, output_file, layers,
-                     max_seq_length=128, batch_size=32):
+                     max_seq_length=128, batch_size=32, overwrite=False):
   """Runs the encoder over `input_file` and writes the JSON lines atomically.
 
+  An existing `output_file` is replaced only with `overwrite`, an input never.
   Returns the number of examples written.
   """
+  check_outputs([output_file], overwrite,
+                {"--input_file": input_file, "--vocab_file": tokenizer.vocab_file})
+  check_positive("batch_size", batch_size)
   config.check_seq_length(max_seq_length)
   layer_indexes = parse_layers(layers, config.num_hidden_layers)
   examples = read_examples(input_file)

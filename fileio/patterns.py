@@ -1,4 +1,5 @@
-"""Comma-separated input file patterns, as Google's scripts take them, and InputError."""
+"""Inputs: comma-separated file patterns, as Google's scripts take them, UTF-8 text lines, and
+InputError."""
 
 import glob as globlib
 
@@ -36,3 +37,18 @@ def resolve_input_files(patterns, flag="input_file"):
   if not files:
     raise InputError(f"--{flag} names no file")
   return files
+
+
+def utf8_lines(path):
+  """Yields (line number from 1, line with its line end) of text file `path`.
+
+  Raises InputError naming the file and the line at the first line that is not valid UTF-8.
+  """
+  with filesystem.open_file(path, "rb") as f:
+    for line_no, raw in enumerate(f, start=1):
+      try:
+        line = raw.decode("utf-8")
+      except UnicodeDecodeError as e:
+        raise InputError(
+            f"{path}:{line_no}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
+      yield line_no, line

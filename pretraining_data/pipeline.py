@@ -35,7 +35,7 @@ import numpy as np
 
 from cli import FlagError
 import tokenization
-from fileio import InputError, file_size, resolve_input_files
+from fileio import InputError, OutputError, check_outputs, file_size, resolve_input_files
 from pretraining_data import documents, instances, masking, writer
 
 # Target sizes of one task; fixed so that results do not depend on num_workers.
@@ -321,8 +321,9 @@ def run(config, progress_stream=sys.stderr):
   input_files = resolve_input_files(config.input_file)
   output_files = [p.strip() for p in config.output_file.split(",") if p.strip()]
   if not output_files:
-    raise writer.OutputError("--output_file names no file")
-  writer.check_outputs(output_files, config.overwrite, input_files)
+    raise OutputError("--output_file names no file")
+  check_outputs(output_files, config.overwrite,
+                {"--input_file": input_files, "--vocab_file": config.vocab_file})
   # Load and check the vocabulary here too, so a bad one fails before any worker starts.
   worker = _Worker(config)
 

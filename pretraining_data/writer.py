@@ -5,20 +5,13 @@ start in milliseconds and serialise an instance in microseconds. The bytes are
 a valid `tf.train.Example`: features in Google's order, int64/float values packed.
 """
 
-import os
 import struct
 
 import numpy as np
 
-from cli import UserError
-from fileio import AtomicFile, exists, frame_record, isdir
+from fileio import AtomicFile, OutputError, check_outputs, frame_record
 from fileio.atomic import name_output
-from fileio.filesystem import is_local
 from pretraining_data import features
-
-
-class OutputError(UserError, ValueError):
-  """Output paths that cannot be written as asked."""
 
 
 def _varint(value):
@@ -126,25 +119,6 @@ class ExampleEncoder:
           self._labels[random_next]))
       records.append(frame_record(_field(_TAG1, body)))
     return records
-
-
-def check_outputs(paths, overwrite, input_files=()):
-  """Fails before any work if an output exists (without `overwrite`), is one of the
-  `input_files` (even with `overwrite`: the corpus would be replaced) or cannot be created."""
-  if len(set(map(os.path.abspath, paths))) != len(paths):
-    raise OutputError(f"--output_file names the same file twice: {','.join(paths)}")
-  inputs = {os.path.realpath(p) for p in input_files if is_local(p)}
-  for path in paths:
-    if is_local(path) and os.path.realpath(path) in inputs:
-      raise OutputError(f"output file {path!r} is one of the --input_file files: "
-                        "it would replace the corpus")
-    if isdir(path):
-      raise OutputError(f"output path is a directory: {path!r}")
-    if exists(path) and not overwrite:
-      raise OutputError(f"output file exists: {path!r} (pass --overwrite to replace it)")
-    parent = os.path.dirname(path) or "."
-    if not isdir(parent):
-      raise OutputError(f"output directory does not exist: {parent!r}")
 
 
 class ShardedRecordWriter:

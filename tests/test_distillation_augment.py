@@ -270,7 +270,7 @@ def test_user_errors(checkpoint, tmp_path, minilm_dir):
       options(**flags)
   with pytest.raises(FlagError, match="XnliProcessor cannot give its training file"):
     augment.run(options(task_name="xnli"))
-  with pytest.raises(UserError, match="is one of the --input_file files"):
+  with pytest.raises(UserError, match=r"is also an input \(the training file of --data_dir\)"):
     augment.run(options(output_file=str(SENTIMENT / "train.tsv"), overwrite=True))
   with pytest.raises(UserError, match="output directory does not exist"):
     augment.run(options(output_file=str(tmp_path / "no" / "out.tsv")))

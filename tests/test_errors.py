@@ -161,7 +161,25 @@ SETUPS = {
     "teacher_dir": lambda tmp, data: os.makedirs(f"{tmp}/teacher"),
     "many_sentences": lambda tmp, data: _write(
         f"{tmp}/many.txt", "".join(f"Sentence number {i} is here.\n" for i in range(20_000))),
+    "user_files": lambda tmp, data: _write_user_files(tmp, data),
 }
+
+
+def _user_files(data):
+  """{name: content} of setup "user_files": copies of inputs, a Latin-1 text, a file of notes."""
+  sources = {"corpus.txt": SAMPLE / "corpus.txt", "words.txt": SAMPLE / "vocab.txt",
+             "sentences.txt": f"{data}/sentences.txt", "squad.json": f"{data}/squad.json"}
+  files = {"pred.json": b'{"q1": "the mat"}\n', "latin1.txt": b"Caf\xe9 tr\xe8s bien.\n",
+           "mine.txt": b"my notes\n"}
+  for name, source in sources.items():
+    with open(source, "rb") as f:
+      files[name] = f.read()
+  return files
+
+
+def _write_user_files(tmp, data):
+  for name, content in _user_files(data).items():
+    _write(f"{tmp}/{name}", content)
 
 
 def _truncated_checkpoint(tmp, data):
@@ -242,6 +260,12 @@ def _checkpoint_kept(tmp, data):
       assert f.read() == g.read(), name
 
 
+def _user_files_unchanged(tmp, data):
+  for name, content in _user_files(data).items():
+    with open(f"{tmp}/{name}", "rb") as f:
+      assert f.read() == content, name
+
+
 def _killed_then_run_again(tmp, data):
   """After a SIGKILL (its temporary left), the same command succeeds and removes it."""
   (killed,) = [name for name in os.listdir(tmp) if name.startswith(".out.tfrecord.tmp-")]
@@ -303,7 +327,8 @@ ROWS = [
     Row("output-file-is-an-input", "create_pretraining_data", with_flags(
         "create_pretraining_data", "--input_file={tmp}/corpus.txt",
         "--output_file={tmp}/corpus.txt", "--overwrite"), 1,
-        r"is one of the --input_file files: it would replace the corpus", setup="corpus_copy",
+        r"output file '.*/corpus\.txt' is also an input \(--input_file\): it would be replaced",
+        setup="corpus_copy",
         check=_corpus_unchanged),
     # --- configs and flags
     Row("config-unknown-key", "run_pretraining", with_flags(
@@ -421,8 +446,8 @@ ROWS = [
         "create_pretraining_data", "--input_file={tmp}/empty.txt"), 1, r"no instances",
         setup="empty_input", absent=("out.tfrecord",)),
     Row("output-exists", "create_pretraining_data", with_flags(
-        "create_pretraining_data", "--output_file={sample}/vocab.txt"), 1,
-        r"output file exists: .*vocab\.txt.* \(pass --overwrite"),
+        "create_pretraining_data", "--output_file={sample}/bert_config.json"), 1,
+        r"output file exists: .*bert_config\.json.* \(pass --overwrite"),
     Row("glue-without-header", "run_classifier", with_flags(
         "run_classifier", "--data_dir={tmp}/glue"), 1, r"train\.tsv.*header",
         setup="glue_without_header"),
@@ -472,6 +497,67 @@ ROWS = [
         "--teacher_init_checkpoint={tmp}/teacher", "--output_dir={tmp}/teacher",
         "--student_init_from_teacher_layers=0", "--do_train"), 1,
         r"--output_dir '.*teacher' is the teacher's folder", setup="teacher_dir"),
+    # --- outputs and inputs of the smaller scripts
+    Row("pretraining-data-output-is-vocab", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--vocab_file={tmp}/words.txt",
+        "--output_file={tmp}/words.txt", "--overwrite"), 1,
+        r"output file '.*/words\.txt' is also an input \(--vocab_file\)", setup="user_files",
+        check=_user_files_unchanged),
+    Row("features-output-exists", "extract_features", with_flags(
+        "extract_features", "--output_file={tmp}/mine.txt"), 1,
+        r"output file exists: '.*/mine\.txt' \(pass --overwrite", setup="user_files",
+        check=_user_files_unchanged),
+    Row("features-output-is-input", "extract_features", with_flags(
+        "extract_features", "--input_file={tmp}/sentences.txt",
+        "--output_file={tmp}/sentences.txt", "--overwrite"), 1,
+        r"is also an input \(--input_file\)", setup="user_files", check=_user_files_unchanged),
+    Row("features-output-is-vocab", "extract_features", with_flags(
+        "extract_features", "--vocab_file={tmp}/words.txt", "--output_file={tmp}/words.txt",
+        "--overwrite"), 1, r"is also an input \(--vocab_file\)", setup="user_files",
+        check=_user_files_unchanged),
+    Row("features-input-not-utf8", "extract_features", with_flags(
+        "extract_features", "--input_file={tmp}/latin1.txt"), 1,
+        r"latin1\.txt:1: not valid UTF-8", setup="user_files", absent=("out.jsonl",)),
+    Row("features-batch-size-zero", "extract_features", with_flags(
+        "extract_features", "--batch_size=0"), 1, r"--batch_size must be positive",
+        absent=("out.jsonl",)),
+    Row("features-vocab-of-another-size", "extract_features", with_flags(
+        "extract_features", "--vocab_file={data}/vocab_small.txt"), 1,
+        r"vocab_small\.txt has 1000 tokens but the model config .* has vocab_size 2231",
+        absent=("out.jsonl",)),
+    Row("features-checkpoint-not-a-checkpoint", "extract_features", with_flags(
+        "extract_features", "--init_checkpoint={data}/pre.tfrecord"), 1,
+        r"no checkpoint at '.*/pre\.tfrecord'", absent=("out.jsonl",)),
+    Row("features-config-not-text", "extract_features", with_flags(
+        "extract_features", "--bert_config_file={data}/pre.tfrecord"), 1,
+        r"pre\.tfrecord: not UTF-8 text \(byte \d+\)", absent=("out.jsonl",)),
+    Row("vocab-output-exists", "build_vocab", with_flags(
+        "build_vocab", "--output_file={tmp}/mine.txt"), 1,
+        r"output file exists: '.*/mine\.txt' \(pass --overwrite", setup="user_files",
+        check=_user_files_unchanged),
+    Row("vocab-output-is-input", "build_vocab", with_flags(
+        "build_vocab", "--input_file={tmp}/s*.txt,{tmp}/corpus.txt",
+        "--output_file={tmp}/corpus.txt", "--overwrite"), 1,
+        r"is also an input \(--input_file\)", setup="user_files", check=_user_files_unchanged),
+    Row("vocab-min-frequency-negative", "build_vocab", with_flags(
+        "build_vocab", "--min_frequency=-1"), 1, r"--min_frequency must be positive, got -1",
+        absent=("vocab.txt",)),
+    Row("vocab-empty-input", "build_vocab", with_flags(
+        "build_vocab", "--input_file={tmp}/empty.txt"), 1,
+        r"--input_file .*/empty\.txt holds no words", setup="empty_input", absent=("vocab.txt",)),
+    Row("evaluate-out-file-exists", "evaluate_squad", (
+        "{tmp}/squad.json", "{tmp}/pred.json", "--out_file={tmp}/mine.txt"), 1,
+        r"output file exists: '.*/mine\.txt' \(pass --overwrite", setup="user_files",
+        check=_user_files_unchanged),
+    Row("evaluate-out-file-is-data", "evaluate_squad", (
+        "{tmp}/squad.json", "{tmp}/pred.json", "--out_file={tmp}/squad.json", "--overwrite"), 1,
+        r"is also an input \(data_file\)", setup="user_files", check=_user_files_unchanged),
+    Row("evaluate-out-file-is-pred", "evaluate_squad", (
+        "{tmp}/squad.json", "{tmp}/pred.json", "--out-file={tmp}/pred.json", "--overwrite"), 1,
+        r"is also an input \(pred_file\)", setup="user_files", check=_user_files_unchanged),
+    Row("evaluate-out-file-is-a-directory", "evaluate_squad", (
+        "{tmp}/squad.json", "{tmp}/pred.json", "--out_file={tmp}"), 1,
+        r"output path is a directory: '.*'", setup="user_files"),
     # --- faults: stale temporaries and locks, Ctrl-C, a full disk
     Row("stale-temporary-of-a-killed-run", "create_pretraining_data",
         SCRIPT_FLAGS["create_pretraining_data"], 0, r"Removing .*\.out\.tfrecord\.tmp-\d+",

@@ -55,9 +55,11 @@ def test_examples_and_truncation(tmp_path, google_vocab):
 
 @pytest.mark.parametrize("name, message", [
     ("empty.txt", "is empty: no line to extract features for"),
-    ("missing.txt", ": not found"), (".", ": a directory, not a file")])
+    ("missing.txt", ": not found"), (".", ": a directory, not a file"),
+    ("latin1.txt", r"latin1\.txt:2: not valid UTF-8")])
 def test_unusable_input_is_refused(tmp_path, name, message):
   (tmp_path / "empty.txt").write_text("")
+  (tmp_path / "latin1.txt").write_bytes(b"Fine.\nCaf\xe9 tr\xe8s bien.\n")
   with pytest.raises(fileio.InputError, match=message):
     extract.read_examples(str(tmp_path / name))
 

@@ -1,4 +1,5 @@
-"""fileio: input patterns, atomic files and directories, TFRecord framing; local and ram://."""
+"""fileio: input patterns and lines, output checks, atomic files and directories, TFRecord framing;
+local and ram://."""
 
 import errno
 import itertools
@@ -61,6 +62,38 @@ def test_bad_patterns_name_the_flag_and_the_path(root):
     with pytest.raises(InputError, match="--input_file names no file"):
       fileio.resolve_input_files(empty)
   assert issubclass(InputError, ValueError)
+
+
+def test_utf8_lines_name_the_file_and_the_line(root):
+  with tf.io.gfile.GFile(f"{root}/a.txt", "wb") as f:
+    f.write("é\nfine\n".encode() + b"Caf\xe9\n")
+  lines = fileio.utf8_lines(f"{root}/a.txt")
+  assert [next(lines), next(lines)] == [(1, "é\n"), (2, "fine\n")]
+  with pytest.raises(InputError, match=r"/a\.txt:3: not valid UTF-8 \(invalid continuation "
+                                       r"byte at byte 3\)"):
+    next(lines)
+
+
+def test_check_outputs_keeps_what_the_user_owns(root):
+  for name in ("mine.txt", "corpus.txt", "vocab.txt"):
+    _write(f"{root}/{name}", name)
+  tf.io.gfile.makedirs(f"{root}/sub")
+  inputs = {"--input_file": [f"{root}/corpus.txt"], "--vocab_file": f"{root}/vocab.txt",
+            "--na_prob_file": None}
+  fileio.check_outputs([f"{root}/new.txt"], False, inputs)
+  fileio.check_outputs([f"{root}/mine.txt"], True, inputs)
+  for paths, overwrite, message in (
+      ([f"{root}/mine.txt"], False, r"output file exists: '.*/mine\.txt' \(pass --overwrite"),
+      ([f"{root}/corpus.txt"], True, r"'.*/corpus\.txt' is also an input \(--input_file\)"),
+      ([f"{root}/sub/../vocab.txt"] if root.startswith("/") else [f"{root}/vocab.txt"], True,
+       r"is also an input \(--vocab_file\): it would be replaced"),
+      ([f"{root}/sub"], True, r"output path is a directory: '.*/sub'"),
+      ([f"{root}/no/out.txt"], True, r"output directory does not exist: '.*/no'"),
+      ([f"{root}/a.txt", f"{root}/a.txt"], True, r"names the same file twice")):
+    with pytest.raises(fileio.OutputError, match=message):
+      fileio.check_outputs(paths, overwrite, inputs)
+  assert [_read(f"{root}/{name}") for name in ("mine.txt", "corpus.txt", "vocab.txt")] == [
+      "mine.txt", "corpus.txt", "vocab.txt"]
 
 
 def test_atomic_output_replaces_only_on_success(root):

@@ -233,6 +233,7 @@ def test_cli_prints_the_metrics_with_the_official_option_names(shared_dir):
 def test_cli_writes_out_file(shared_dir, tmp_path):
   data, preds, na_probs = V2_HARD
   target = tmp_path / "results" / "eval.json"
+  target.parent.mkdir()
   out = _cli(shared_dir / data, shared_dir / preds, "-n", shared_dir / na_probs, "-t", "0.5",
              "--out_file", target, "--version", "2.0")
   assert (out.returncode, out.stdout, out.stderr) == (0, "", ""), out.stderr

@@ -90,7 +90,7 @@ def test_no_matching_file_is_an_error(tmp_path):
 
 def test_empty_input_is_an_error(tmp_path):
   (tmp_path / "empty.txt").write_text("\n  \n", encoding="utf-8")
-  with pytest.raises(ValueError, match="holds no words"):
+  with pytest.raises(ValueError, match=r"--input_file .*empty\.txt holds no words"):
     vocab_builder.build_vocab_file(str(tmp_path / "empty.txt"), str(tmp_path / "v.txt"), 100)
 
 
@@ -98,6 +98,23 @@ def test_bad_utf8_names_file_and_line(tmp_path):
   (tmp_path / "bad.txt").write_bytes(b"fine\nbad \xff byte\n")
   with pytest.raises(ValueError, match=r"bad\.txt:2: not valid UTF-8"):
     vocab_builder.build_vocab_file(str(tmp_path / "bad.txt"), str(tmp_path / "v.txt"), 100)
+
+
+def test_an_existing_output_needs_overwrite_and_an_input_is_never_one(corpus, tmp_path):
+  (tmp_path / "mine.txt").write_text("mine\n")
+  with pytest.raises(ValueError, match=r"output file exists: .*mine\.txt.* --overwrite"):
+    _build(corpus, tmp_path / "mine.txt")
+  with pytest.raises(ValueError, match=r"corpus\.txt' is also an input \(--input_file\)"):
+    vocab_builder.build_vocab_file(str(corpus), str(corpus), 200, overwrite=True)
+  assert (tmp_path / "mine.txt").read_text() == "mine\n"
+  assert corpus.read_text(encoding="utf-8") == CORPUS * 3
+  assert len(vocab_builder.build_vocab_file(str(corpus), str(tmp_path / "mine.txt"), 200,
+                                            overwrite=True)) > 100
+
+
+def test_min_frequency_must_be_positive(corpus, tmp_path):
+  with pytest.raises(ValueError, match="--min_frequency must be positive, got 0"):
+    _build(corpus, tmp_path / "v.txt", min_frequency=0)
 
 
 def test_vocab_size_too_small_is_an_error(corpus, tmp_path):

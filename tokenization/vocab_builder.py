@@ -22,7 +22,7 @@ from absl import logging
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
 from cli import FlagError
-from fileio import InputError, atomic_output, open_file, resolve_input_files
+from fileio import InputError, atomic_output, check_outputs, resolve_input_files, utf8_lines
 from tokenization.basic import BasicTokenizer
 
 JOINER = "##"
@@ -41,18 +41,13 @@ def count_words(files, do_lower_case=True):
   tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
   counts = collections.Counter()
   for path in files:
-    with open_file(path, "rb") as f:
-      for line_no, raw in enumerate(f, start=1):
-        try:
-          line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-          raise InputError(f"{path}:{line_no}: not valid UTF-8 ({e.reason})") from None
-        counts.update(tokenizer.tokenize(line))
+    for _, line in utf8_lines(path):
+      counts.update(tokenizer.tokenize(line))
     logging.info("Counted %s: %d distinct words so far", path, len(counts))
   return counts
 
 
-def learn_vocab(word_counts, vocab_size, min_frequency=2, num_unused=10):
+def learn_vocab(word_counts, vocab_size, min_frequency=2, num_unused=10, source="the input"):
   """Learns a WordPiece vocabulary (a list of tokens, id = index) from {word: count}.
 
   Args:
@@ -63,14 +58,17 @@ def learn_vocab(word_counts, vocab_size, min_frequency=2, num_unused=10):
     min_frequency: pieces seen fewer times than this are never learned (single
       characters are always kept).
     num_unused: number of `[unusedN]` tokens after `[PAD]`.
+    source: what the words were read from, for the error of no words.
 
   Raises:
-    ValueError: no words, or `vocab_size` too small for the special tokens and
-      the characters with their `##` forms.
+    ValueError: `min_frequency` not positive, no words, or `vocab_size` too small for the
+      special tokens and the characters with their `##` forms.
   """
+  if min_frequency < 1:
+    raise FlagError(f"--min_frequency must be positive, got {min_frequency}")
   word_counts = {w: c for w, c in word_counts.items() if len(w) <= MAX_WORD_CHARS}
   if not word_counts:
-    raise InputError("the input holds no words: cannot build a vocabulary")
+    raise InputError(f"{source} holds no words: cannot build a vocabulary")
   reserved = special_tokens(num_unused)
   chars = sorted({ch for word in word_counts for ch in word})
   char_tokens = chars + [JOINER + ch for ch in chars]
@@ -84,7 +82,7 @@ def learn_vocab(word_counts, vocab_size, min_frequency=2, num_unused=10):
   ordered = sorted(word_counts.items(), key=lambda wc: (-wc[1], wc[0]))
   learned = learner.learn(
       ordered, vocab_size, reserved,
-      lower_thresh=max(1, min_frequency),
+      lower_thresh=min_frequency,
       max_token_length=max(len(w) for w, _ in ordered),
       max_unique_chars=len(chars),
       include_joiner_token=True,
@@ -103,15 +101,21 @@ def write_vocab(tokens, output_file):
 
 
 def build_vocab_file(input_file, output_file, vocab_size, do_lower_case=True,
-                     min_frequency=2, num_unused=10):
-  """Reads the files matched by `input_file`, learns a vocabulary, writes it; returns the tokens."""
+                     min_frequency=2, num_unused=10, overwrite=False):
+  """Reads the files matched by `input_file`, learns a vocabulary, writes it; returns the tokens.
+
+  An existing `output_file` is replaced only with `overwrite`, an input file never.
+  """
   files = resolve_input_files(input_file)
+  check_outputs([output_file], overwrite, {"--input_file": files})
   logging.info("Reading %d file(s)", len(files))
   counts = count_words(files, do_lower_case=do_lower_case)
   logging.info("Learning a vocabulary of at most %d tokens from %d distinct words",
                vocab_size, len(counts))
+  source = (f"--input_file {files[0]}" if len(files) == 1
+            else f"--input_file {input_file!r} ({len(files)} files)")
   tokens = learn_vocab(counts, vocab_size, min_frequency=min_frequency,
-                       num_unused=num_unused)
+                       num_unused=num_unused, source=source)
   write_vocab(tokens, output_file)
   logging.info("Wrote %d tokens to %s", len(tokens), output_file)
   return tokens

@@ -103,11 +103,18 @@ def save_config(config, directory, source="--bert_config_file"):
 
 
 def resolve_config(bert_config_file, init_checkpoint):
-  """The fine-tuning scripts' config: bert_config_file, else the one stored with init_checkpoint."""
-  if not (bert_config_file or init_checkpoint):
+  """The fine-tuning scripts' config: bert_config_file, else the one stored with init_checkpoint.
+
+  init_checkpoint is then checked first (CheckpointNotFoundError), so that a file that is no
+  checkpoint (a .tfrecord given by mistake) is named as such, not read as a config.
+  """
+  if bert_config_file:
+    return load_config(bert_config_file)
+  if not init_checkpoint:
     raise ConfigError("pass bert_config_file (or an init_checkpoint that has its config beside "
                       "it, such as an HF directory with config.json)")
-  return load_config(bert_config_file or init_checkpoint)
+  detect_format(init_checkpoint)
+  return load_config(init_checkpoint)
 
 
 class BertCheckpointing:
