@@ -39,16 +39,17 @@ def resolve_input_files(patterns, flag="input_file"):
   return files
 
 
-def utf8_lines(path):
+def utf8_lines(path, error=InputError):
   """Yields (line number from 1, line with its line end) of text file `path`.
 
-  Raises InputError naming the file and the line at the first line that is not valid UTF-8.
+  Raises `error` (a UserError class) naming the file and the line at the first line that is
+  not valid UTF-8.
   """
   with filesystem.open_file(path, "rb") as f:
     for line_no, raw in enumerate(f, start=1):
       try:
         line = raw.decode("utf-8")
       except UnicodeDecodeError as e:
-        raise InputError(
+        raise error(
             f"{path}:{line_no}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
       yield line_no, line

@@ -22,19 +22,15 @@ def load_vocab(vocab_file):
   if problem:
     raise VocabError(f"vocab file {vocab_file!r}: {problem}")
   vocab = collections.OrderedDict()
-  with fileio.open_file(vocab_file, "rb") as f:
-    for line_no, raw in enumerate(f, start=1):
-      try:
-        token = raw.decode("utf-8").strip()
-      except UnicodeDecodeError as e:
-        raise VocabError(f"{vocab_file}:{line_no}: not valid UTF-8 ({e.reason})") from None
-      if not token:
-        raise VocabError(f"{vocab_file}:{line_no}: blank line in vocabulary "
-                         f"(ids after it would shift)")
-      if token in vocab:
-        raise VocabError(f"{vocab_file}:{line_no}: duplicate token {token!r} "
-                         f"(first seen at line {vocab[token] + 1})")
-      vocab[token] = len(vocab)
+  for line_no, line in fileio.utf8_lines(vocab_file, VocabError):
+    token = line.strip()
+    if not token:
+      raise VocabError(f"{vocab_file}:{line_no}: blank line in vocabulary "
+                       f"(ids after it would shift)")
+    if token in vocab:
+      raise VocabError(f"{vocab_file}:{line_no}: duplicate token {token!r} "
+                       f"(first seen at line {vocab[token] + 1})")
+    vocab[token] = len(vocab)
   if not vocab:
     raise VocabError(f"vocab file is empty: {vocab_file!r}")
   return vocab
