@@ -11,7 +11,8 @@ CLASSIFIER_DROPOUT = 0.1
 
 
 def build_classifier(config, num_labels, encoder=None, seq_length=None, dtype=None,
-                     dropout_rate=CLASSIFIER_DROPOUT, kernels="fused", name="bert_classifier"):
+                     dropout_rate=CLASSIFIER_DROPOUT, kernels="fused", name="bert_classifier",
+                     pack_tokens=True):
   """The encoder plus run_classifier's output layer, as one functional model.
 
   Inputs: `input_ids`, `input_mask`, `segment_ids` (int32 [B, S]). Output: float32
@@ -20,7 +21,9 @@ def build_classifier(config, num_labels, encoder=None, seq_length=None, dtype=No
   `output_bias`; the encoder is the layer `bert`.
 
   The encoder built here computes its last layer at [CLS] only (the pooler's
-  input), the same logits for a fraction of that layer's work.
+  input), the same logits for a fraction of that layer's work. With
+  `pack_tokens` (the default) its layers skip the padding as well
+  (`modeling.layers.packing`).
 
   kernels: "fused" (our CPU-tuned layers) or "keras" (Keras' stock ones), for
   the output layer and the encoder built here (see `modeling.kernels`).
@@ -30,7 +33,7 @@ def build_classifier(config, num_labels, encoder=None, seq_length=None, dtype=No
     raise ValueError(f"num_labels must be >= 1, got {num_labels}")
   if encoder is None:
     encoder = build_encoder(config, seq_length=seq_length, dtype=dtype, pooled_output_only=True,
-                            kernels=kernels)
+                            kernels=kernels, pack_tokens=pack_tokens)
   inputs = encoder_inputs(seq_length)
   pooled = encoder(inputs)["pooled_output"]
   pooled = keras.layers.Dropout(dropout_rate, name="classifier_dropout", dtype=dtype)(pooled)

@@ -4,7 +4,8 @@ import tensorflow as tf
 import tf_keras as keras
 
 from modeling.kernels import check_kernels
-from modeling.layers import BertEmbeddings, TransformerLayer, dense_layer, truncated_normal
+from modeling.layers import (BertEmbeddings, PackTokens, TransformerLayer, dense_layer,
+                             truncated_normal)
 
 # Names of the encoder's inputs, as the features in Google's TFRecords.
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -18,7 +19,7 @@ def encoder_inputs(seq_length=None):
 
 def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, name="bert",
                   selected_outputs=False, pooled_output_only=False, kernels="fused",
-                  return_attention_scores=False):
+                  return_attention_scores=False, pack_tokens=False):
   """Builds the encoder of Google's `modeling.BertModel`.
 
   Args:
@@ -42,6 +43,11 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
     return_attention_scores: also output `attention_scores`, the list of every
       layer's float32 scores QK^T/sqrt(head_size) [batch, heads, seq, seq]
       before the padding mask is added (for distillation's attention losses).
+    pack_tokens: with pooled_output_only, run the layers on the tokens only
+      (input_mask 1, and each row's first position), packed once after the
+      embeddings (`modeling.layers.packing`): the same output without the
+      per-token work on padding. XLA compiles it too: the packed size is a
+      dynamic dimension bounded by batch * seq.
 
   Returns:
     A `keras.Model` taking a dict of `input_ids`, `input_mask`, `segment_ids`
@@ -57,6 +63,8 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
                      "positions only; they cannot return all layers or their attention scores")
   if selected_outputs and pooled_output_only:
     raise ValueError("choose one of selected_outputs and pooled_output_only")
+  if pack_tokens and not pooled_output_only:
+    raise ValueError("pack_tokens needs pooled_output_only")
   init = config.initializer_range
   inputs = encoder_inputs(seq_length)
   last_positions = None
@@ -67,7 +75,7 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
     last_positions = keras.layers.Lambda(
         lambda p: tf.concat([tf.zeros_like(p[:, :1]), p], axis=1),
         name="first_and_output_positions")(inputs["output_positions"])
-  elif pooled_output_only:
+  elif pooled_output_only and not pack_tokens:
     # [B, 1], also for an empty batch whose sequence length is 0.
     last_positions = keras.layers.Lambda(lambda ids: tf.zeros([tf.shape(ids)[0], 1], tf.int32),
                                          name="first_position")(inputs["input_ids"])
@@ -77,6 +85,11 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
       dtype=dtype)
   x = embeddings((inputs["input_ids"], inputs["segment_ids"]))
   embedding_output = x
+  token_indices = None
+  if pack_tokens:
+    # x [B, S, H] -> [1, T, H]; the last layer's queries are the first rows [B, 1].
+    x, token_indices, last_positions = PackTokens(name="pack_tokens", dtype=dtype)(
+        (x, inputs["input_mask"]))
   layer_outputs, attention_scores = [], []
   for i in range(config.num_hidden_layers):
     layer_inputs = (x, inputs["input_mask"])
@@ -90,7 +103,7 @@ def build_encoder(config, seq_length=None, return_all_layers=False, dtype=None, 
       x, scores = layer(layer_inputs, return_scores=True)
       attention_scores.append(scores)
     else:
-      x = layer(layer_inputs)
+      x = layer(layer_inputs, token_indices=token_indices)
     layer_outputs.append(x)
   first_token = keras.layers.Lambda(lambda t: t[:, 0, :], name="first_token",
                                     dtype=dtype)(x)  # [B, H]

@@ -1,12 +1,13 @@
-"""Layers against Keras' (LayerNorm, MatmulDense: outputs and gradients) and Dropout's rate,
-scaling, masks, dtypes and `training` as a tensor."""
+"""Layers against Keras' (LayerNorm, MatmulDense: outputs and gradients), Dropout's rate,
+scaling, masks, dtypes and `training` as a tensor, and token packing's helpers."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
 
-from modeling.layers import Dropout, MatmulDense, layer_norm
+from modeling.layers import Dropout, MatmulDense, PackTokens, layer_norm
+from modeling.layers import packing
 
 
 def test_layer_norm_matches_keras_forward_and_gradients():
@@ -131,3 +132,33 @@ def test_dropout_takes_training_as_a_tensor(jit_compile):
   np.testing.assert_array_equal(grad, np.ones([64, 64]))
   assert apply.experimental_get_tracing_count() == 1
   assert 0 < (layer(x, training=tf.constant(True)).numpy() == 0).mean() < 1  # eager
+
+
+def test_packing_keeps_tokens_first_positions_and_rows_without_tokens():
+  """What is packed: the tokens, each row's first position, all of a row without tokens;
+  in training T is rounded up with the first padding positions; unpack undoes pack."""
+  mask = np.array([[1, 1, 1, 0], [0, 0, 0, 0], [1, 0, 0, 0], [1, 1, 1, 1], [0, 1, 0, 0]],
+                  np.int32)  # [B=5, S=4]; the last row breaks Google's "tokens first"
+  positions = packing.packed_positions(mask).numpy()
+  np.testing.assert_array_equal(positions, [[1, 1, 1, 0], [1, 1, 1, 1], [1, 0, 0, 0],
+                                            [1, 1, 1, 1], [1, 1, 0, 0]])
+  np.testing.assert_array_equal(packing.token_indices(positions),
+                                np.flatnonzero(positions.reshape(-1)))
+  # 14 positions, rounded up to 16 with the first padding ones (flat 3 and 9), at most 20.
+  np.testing.assert_array_equal(packing.token_indices(positions, 8),
+                                np.sort(np.append(np.flatnonzero(positions), [3, 9])))
+  assert packing.token_indices(positions, 128).shape == (20,)
+  x = tf.constant(np.random.default_rng(0).normal(size=(5, 4, 6)), tf.float32)
+  layer = PackTokens()
+  for training, size in ((False, 14), (True, 20)):  # TRAINING_MULTIPLE exceeds B * S
+    rows, indices, first = layer((x, mask), training=training)
+    assert rows.shape == (1, size, 6) and indices.shape == (size,)
+    np.testing.assert_array_equal(rows[0], x.numpy().reshape(20, 6)[indices.numpy()])
+    np.testing.assert_array_equal(tf.gather(rows[0], first[:, 0]), x[:, 0])  # [B, H]
+    unpacked = packing.unpack(rows, indices, mask).numpy()
+    kept = np.isin(np.arange(20), indices.numpy()).reshape(5, 4)
+    np.testing.assert_array_equal(unpacked[kept], x.numpy()[kept])
+    assert not unpacked[~kept].any()
+  empty = tf.zeros([0, 7, 6])
+  rows, indices, first = layer((empty, tf.zeros([0, 7], tf.int32)), training=True)
+  assert rows.shape == (1, 0, 6) and indices.shape == (0,) and first.shape == (0, 1)

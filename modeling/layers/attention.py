@@ -9,6 +9,7 @@ from modeling.kernels import check_kernels
 from modeling.layers.dense import dense_layer
 from modeling.layers.dropout import dropout_layer
 from modeling.layers.normalization import build_sublayer, truncated_normal
+from modeling.layers.packing import pack, unpack
 
 # Google adds this to the scores of padding keys before the softmax.
 _MASK_ADDER = -10000.0
@@ -27,6 +28,12 @@ class SelfAttention(keras.layers.Layer):
   `return_scores=True` also returns the float32 scores QK^T/sqrt(head_size)
   [batch, heads, from, to], before the padding mask is added (what
   distillation's attention losses compare).
+
+  `token_indices` (int32 [T], `modeling.layers.packing`): x holds the packed
+  rows [1, T, hidden] of the tokens at these flat positions of input_mask's
+  [batch, seq]. The projections run on those rows; keys and values are
+  unpacked (zeros at padding) for the attention, and without `queries` the
+  output is packed rows [1, T, hidden] too.
 
   kernels: "fused" or "keras" (see `modeling.kernels`).
   """
@@ -63,11 +70,15 @@ class SelfAttention(keras.layers.Layer):
     x = tf.reshape(x, [batch, seq, self.num_heads, self.head_size])  # [B, S, N, D]
     return tf.transpose(x, [0, 2, 1, 3])
 
-  def call(self, inputs, training=None, return_scores=False):
+  def call(self, inputs, training=None, return_scores=False, token_indices=None):
     x, input_mask, queries = inputs if len(inputs) == 3 else (*inputs, inputs[0])
-    q = self._split_heads(self.query(queries))
-    k = self._split_heads(self.key(x))
-    v = self._split_heads(self.value(x))
+    q, k, v = self.query(queries), self.key(x), self.value(x)
+    packed_queries = token_indices is not None and len(inputs) == 2
+    if token_indices is not None:  # [1, T, H] -> [B, S, H]
+      k, v = (unpack(t, token_indices, input_mask) for t in (k, v))
+      if packed_queries:
+        q = unpack(q, token_indices, input_mask)
+    q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
     scores = tf.matmul(q, k, transpose_b=True)  # [B, N, from, to]
     scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(self.head_size))
     mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]  # [B, 1, 1, to]
@@ -75,8 +86,10 @@ class SelfAttention(keras.layers.Layer):
                     self.compute_dtype)
     probs = self.dropout(probs, training=training)
     context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])  # [B, from, N, D]
-    batch, seq = tf.shape(queries)[0], tf.shape(queries)[1]
+    batch, seq = tf.shape(context)[0], tf.shape(context)[1]
     context = tf.reshape(context, [batch, seq, self.num_heads * self.head_size])
+    if packed_queries:
+      context = pack(context, token_indices)  # [B, S, H] -> [1, T, H]
     output = self.output_dense(context)
     return (output, scores) if return_scores else output
 

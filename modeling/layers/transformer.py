@@ -20,6 +20,11 @@ class TransformerLayer(keras.layers.Layer):
   `return_scores=True` also returns the attention's pre-mask scores
   [batch, heads, q, seq] (see `SelfAttention`).
 
+  `token_indices` (int32 [T], `modeling.layers.packing`): x is the packed rows
+  [1, T, hidden] of the tokens at these flat positions of input_mask's
+  [batch, seq], and so is the output; `positions` [batch, q] are then rows of
+  x, and the output at them is [batch, q, hidden] as above.
+
   kernels: "fused" or "keras" (see `modeling.kernels`).
   """
 
@@ -59,14 +64,19 @@ class TransformerLayer(keras.layers.Layer):
     build_sublayer(self.output_layer_norm, [None, None, hidden])
     super().build(input_shape)
 
-  def call(self, inputs, training=None, return_scores=False):
-    if len(inputs) == 3:
-      x, input_mask, positions = inputs
-      queries = tf.gather(x, positions, batch_dims=1)  # [B, q, H]
+  def call(self, inputs, training=None, return_scores=False, token_indices=None):
+    x, input_mask = inputs[:2]
+    if len(inputs) == 2:
+      attention_inputs, queries = (x, input_mask), x
     else:
-      (x, input_mask), queries = inputs, inputs[0]
-    attention = self.attention((x, input_mask, queries), training=training,
-                               return_scores=return_scores)
+      positions = inputs[2]
+      if token_indices is None:
+        queries = tf.gather(x, positions, batch_dims=1)  # [B, q, H]
+      else:
+        queries = tf.gather(x[0], positions)  # [T, H] -> [B, q, H]
+      attention_inputs = (x, input_mask, queries)
+    attention = self.attention(attention_inputs, training=training, return_scores=return_scores,
+                               token_indices=token_indices)
     if return_scores:
       attention, scores = attention
     attention = self.attention_dropout(attention, training=training)
