@@ -114,8 +114,9 @@ def build_pretraining_model(config, encoder=None, seq_length=None, max_predictio
   outputs = dict(encoder(encoder_feed))
   masked = outputs["sequence_output"]
   if not selected:
+    # [B, S, H] -> [B, P, H]
     masked = keras.layers.Lambda(lambda a: tf.gather(a[0], a[1], batch_dims=1),
-                                 name="gather_masked", dtype=dtype)((masked, positions))  # [B, P, H]
+                                 name="gather_masked", dtype=dtype)((masked, positions))
   table = encoder.get_layer("embeddings").word_embeddings
   outputs["masked_lm_logits"] = MaskedLMHead(
       table, config.hidden_act, config.initializer_range, kernels, name="cls_predictions",
