@@ -63,6 +63,23 @@ def _find_gpus_without_cuinit_error():
   os.write(2, b"".join(line for line in lines if b"failed call to cuInit" not in line))
 
 
+class _Interrupt:
+  """SIGINT's handler: KeyboardInterrupt, and a record that Ctrl-C was pressed.
+
+  The KeyboardInterrupt lands between any two bytecodes; inside a library's
+  cleanup it can come out as another exception (TensorFlow's tf_stack asserts
+  "Concurrent access?" when it cuts a SavedModel save). Anything raised after
+  Ctrl-C is the interrupt's doing, so `run` reports it as the interrupt.
+  """
+  pressed = False
+
+  @classmethod
+  def handler(cls, signum, frame):
+    del signum, frame
+    cls.pressed = True
+    raise KeyboardInterrupt
+
+
 def _parse_flags(argv):
   """absl's flag parsing, with its errors (unknown flag, bad value, required flag missing)
   as the one line of a user error."""
@@ -83,10 +100,17 @@ def run(main, interrupted_note=None):
   an OSError naming a path that cannot be used as asked (`_PATH_ERRORS`)
   print one line `<script>: error: <message>` and exit 1. KeyboardInterrupt
   prints `<script>: interrupted` plus `interrupted_note()` (e.g. which
-  checkpoint was kept), if given, and exits 130.
+  checkpoint was kept), if given, and exits 130; so does any other exception
+  raised after Ctrl-C (`_Interrupt`).
   """
   def wrapped(argv):
     name = _script_name()
+
+    def interrupted():
+      note = interrupted_note() if interrupted_note else None
+      print(f"{name}: interrupted" + (f"; {note}" if note else ""), file=sys.stderr)
+      sys.exit(130)
+
     try:
       status = main(argv)
     except UserError as e:
@@ -99,14 +123,18 @@ def run(main, interrupted_note=None):
               "command again", file=sys.stderr)
       elif e.errno in _PATH_ERRORS and e.filename:
         print(f"{name}: error: {e.filename}: {e.strerror}", file=sys.stderr)
+      elif _Interrupt.pressed:
+        interrupted()
       else:
         raise
       sys.exit(1)
     except KeyboardInterrupt:
-      note = interrupted_note() if interrupted_note else None
-      print(f"{name}: interrupted" + (f"; {note}" if note else ""), file=sys.stderr)
-      sys.exit(130)
+      interrupted()
+    except Exception:  # pylint: disable=broad-except
+      if _Interrupt.pressed:
+        interrupted()
+      raise
     sys.exit(status or 0)
-  signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt from here on
+  signal.signal(signal.SIGINT, _Interrupt.handler)  # KeyboardInterrupt from here on
   _find_gpus_without_cuinit_error()
   app.run(wrapped, flags_parser=_parse_flags)

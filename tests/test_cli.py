@@ -74,6 +74,24 @@ def test_ctrl_c_is_exit_130(tmp_path):
   assert (process.returncode, stderr) == (130, "demo: interrupted\n")
 
 
+def test_an_exception_caused_by_ctrl_c_is_still_exit_130(tmp_path):
+  """Ctrl-C inside a library's cleanup can surface as another exception (TensorFlow's
+  tf_stack asserts "Concurrent access?" when it cuts a SavedModel save)."""
+  body = """
+      try:
+        print("ready", flush=True)
+        time.sleep(60)
+      finally:
+        assert False, "Concurrent access?"
+      """
+  process = subprocess.Popen(_script(tmp_path, body), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=ENV)
+  assert process.stdout.readline() == "ready\n"
+  process.send_signal(signal.SIGINT)
+  _, stderr = process.communicate(timeout=30)
+  assert (process.returncode, stderr) == (130, "demo: interrupted\n")
+
+
 def test_a_healthy_tensorflow_run_prints_no_error_level_line(tmp_path):
   """TensorFlow's CUDA start-up logs `E... failed call to cuInit` on a machine without an
   NVIDIA driver, at any TF_CPP_MIN_LOG_LEVEL below 3; a newcomer reads it as a failure."""
