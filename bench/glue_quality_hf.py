@@ -5,7 +5,9 @@ data files and split, batch size, epochs and number of steps
 (int(len(train) / batch * epochs)), AdamW with Google's settings (lr, betas
 0.9/0.999, epsilon 1e-6, weight decay 0.01 except biases and LayerNorm), linear
 warmup over warmup_proportion of the steps then linear decay to 0, gradient
-clipping to global norm 1.0, dropout 0.1. Prints one JSON line of results.
+clipping to global norm 1.0, dropout 0.1; each training batch cut to its longest
+row, as a Trainer user's `DataCollatorWithPadding` pads (run_classifier cuts its
+batches too). Prints one JSON line of results.
 Run in its own process (it imports torch); a dev-only benchmark peer.
 """
 
@@ -67,7 +69,7 @@ def main():
   num_steps = int(len(train) / args.train_batch_size * args.num_train_epochs)
   train_seconds = hf_training.train_like_google(
       model, dict(train_enc, labels=train_labels), num_steps, args.train_batch_size,
-      args.learning_rate, args.warmup_proportion, args.seed, log_steps=50)
+      args.learning_rate, args.warmup_proportion, args.seed, log_steps=50, pad_to_longest=True)
 
   logits = []
   with torch.no_grad():
