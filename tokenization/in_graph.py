@@ -298,36 +298,46 @@ def pack(ids_a, ids_b, max_seq_length, cls_id, sep_id):
     raise ValueError(f"max_seq_length must be at least {min_length} to hold [CLS] and [SEP], "
                      f"got {max_seq_length}")
   ids_a = tf.cast(ids_a, tf.int32)
-  batch = ids_a.nrows()
-  if isinstance(max_seq_length, int):
-    shape = [None, max_seq_length]
-  else:
-    max_seq_length = tf.cast(max_seq_length, batch.dtype)
-    shape = tf.stack([batch, max_seq_length])
+  batch = ids_a.nrows()  # int64, as every index below
+  width = max_seq_length if isinstance(max_seq_length, int) else tf.cast(max_seq_length,
+                                                                          batch.dtype)
   if ids_b is None:
     ids_b = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32),
                                              tf.zeros([batch], ids_a.row_splits.dtype))
   ids_b = tf.cast(ids_b, tf.int32)
-  has_b = tf.cast(ids_b.row_lengths() > 0, ids_b.row_splits.dtype)  # [batch]
+  has_b = ids_b.row_lengths() > 0  # [batch]
   len_a, len_b = truncated_lengths(ids_a.row_lengths(), ids_b.row_lengths(),
-                                   max_seq_length - 2 - has_b)
-  ids_a = _keep_first(ids_a, len_a)
-  ids_b = _keep_first(ids_b, len_b)
-  cls = tf.fill([batch, 1], tf.constant(cls_id, tf.int32))
-  sep = tf.fill([batch, 1], tf.constant(sep_id, tf.int32))
-  sep_b = tf.RaggedTensor.from_row_lengths(  # [batch, (0 or 1)]
-      tf.fill([tf.reduce_sum(has_b)], tf.constant(sep_id, tf.int32)), has_b)
-  input_ids = tf.concat([cls, ids_a, sep, ids_b, sep_b], axis=1)  # [batch, (<= max_seq_length)]
-  segment_ids = tf.concat([tf.zeros_like(cls), tf.zeros_like(ids_a), tf.zeros_like(sep),
-                           tf.ones_like(ids_b), tf.ones_like(sep_b)], axis=1)
-  return {
-      "input_ids": input_ids.to_tensor(0, shape=shape),
-      "input_mask": tf.ones_like(input_ids).to_tensor(0, shape=shape),
-      "segment_ids": segment_ids.to_tensor(0, shape=shape),
-  }
+                                   width - 2 - tf.cast(has_b, batch.dtype))
+  # Every token of a row gets its (row, column) and is scattered into zeros [batch, width]:
+  # [CLS] at column 0, A's first len_a ids from column 1, [SEP], then where B is non-empty
+  # its first len_b ids and [SEP]. Flat index arithmetic: ragged broadcasting and ragged
+  # concatenation cost seconds to trace and more to run.
+  rows = tf.range(batch)
+  rows_b = tf.boolean_mask(rows, has_b)  # the rows with a B segment
+  kept_a, at_a = _first_pieces(ids_a, len_a, 1)
+  kept_b, at_b = _first_pieces(ids_b, len_b, len_a + 2)
+  at = tf.concat([tf.stack([rows, tf.zeros_like(rows)], 1), at_a,
+                  tf.stack([rows, len_a + 1], 1), at_b,
+                  tf.stack([rows_b, tf.gather(len_a + len_b + 2, rows_b)], 1)], 0)  # [n, 2]
+  cls = tf.fill([batch], tf.constant(cls_id, tf.int32))
+  sep = tf.fill([batch], tf.constant(sep_id, tf.int32))
+  ids = tf.concat([cls, kept_a, sep, kept_b, tf.gather(sep, rows_b)], 0)  # [n]
+  segment_b = tf.size(kept_b) + tf.size(rows_b)  # the last ids, B [SEP]
+  segments = tf.concat([tf.zeros([tf.size(ids) - segment_b], tf.int32),
+                        tf.ones([segment_b], tf.int32)], 0)
+  shape = tf.stack([batch, tf.cast(width, batch.dtype)])
+  static = [None, max_seq_length if isinstance(max_seq_length, int) else None]
+  return {name: tf.ensure_shape(tf.scatter_nd(at, values, shape), static)
+          for name, values in (("input_ids", ids), ("input_mask", tf.ones_like(ids)),
+                               ("segment_ids", segments))}
 
 
-def _keep_first(ids, lengths):
-  """The first `lengths[i]` tokens of row i of the RaggedTensor `ids`."""
-  keep = tf.ragged.range(ids.row_lengths()) < tf.expand_dims(lengths, 1)
-  return tf.ragged.boolean_mask(ids, keep)
+def _first_pieces(ids, lengths, first_column):
+  """The first lengths[i] ids of row i of the RaggedTensor `ids` [n], and where they go
+  in the packed rows, int64 [n, 2]: (i, first_column[i] + j) for the j-th."""
+  starts = ids.row_starts()
+  taken = tf.ragged.range(starts, starts + lengths)  # [batch, (lengths)]: indices into values
+  rows = taken.value_rowids()
+  columns = taken.values - tf.gather(starts, rows) + tf.gather(
+      tf.broadcast_to(tf.cast(first_column, starts.dtype), tf.shape(starts)), rows)
+  return tf.gather(ids.values, taken.values), tf.stack([rows, columns], 1)
