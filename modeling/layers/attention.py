@@ -72,15 +72,16 @@ class SelfAttention(keras.layers.Layer):
 
   def call(self, inputs, training=None, return_scores=False, token_indices=None):
     x, input_mask, queries = inputs if len(inputs) == 3 else (*inputs, inputs[0])
-    q, k, v = self.query(queries), self.key(x), self.value(x)
+    # Scaled before the product: q has S/D times fewer elements than the scores.
+    q = self.query(queries) * tf.cast(1.0 / math.sqrt(self.head_size), self.compute_dtype)
+    k, v = self.key(x), self.value(x)
     packed_queries = token_indices is not None and len(inputs) == 2
     if token_indices is not None:  # [1, T, H] -> [B, S, H]
       k, v = (unpack(t, token_indices, input_mask) for t in (k, v))
       if packed_queries:
         q = unpack(q, token_indices, input_mask)
     q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
-    scores = tf.matmul(q, k, transpose_b=True)  # [B, N, from, to]
-    scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(self.head_size))
+    scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)  # [B, N, from, to]
     mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]  # [B, 1, 1, to]
     probs = tf.cast(tf.nn.softmax(scores + (1.0 - mask) * _MASK_ADDER, axis=-1),
                     self.compute_dtype)

@@ -53,12 +53,22 @@ def pack(x, indices):
 
 
 def unpack(rows, indices, input_mask):
-  """[1, T, H] -> [B, S, H] (input_mask's shape): `pack` undone, zeros where nothing was
-  packed (padding: masked keys)."""
-  hidden = rows.shape[-1]
+  """[1, T, C] -> [B, S, C] (input_mask's shape): `pack` undone, zeros where nothing was
+  packed (padding: masked keys). A gather from the rows and one row of zeros, and `pack`
+  as its gradient: TensorFlow's scatter into [B*S, C] (and a gather's own gradient, a
+  segment sum) cost several times as much on a CPU."""
   batch, seq = tf.shape(input_mask)[0], tf.shape(input_mask)[1]
-  flat = tf.scatter_nd(indices[:, tf.newaxis], rows[0], [batch * seq, hidden])  # [B*S, H]
-  return tf.reshape(flat, [batch, seq, hidden])
+  count = tf.shape(indices)[0]
+  # The packed row of each flat position b * S + s, or T (the zero row) where none.
+  sources = tf.tensor_scatter_nd_update(tf.fill([batch * seq], count), indices[:, tf.newaxis],
+                                        tf.range(count))  # [B*S]
+
+  @tf.custom_gradient
+  def unpack_rows(rows):
+    padded = tf.concat([rows[0], tf.zeros([1, rows.shape[-1]], rows.dtype)], 0)  # [T+1, C]
+    out = tf.reshape(tf.gather(padded, sources), [batch, seq, rows.shape[-1]])
+    return out, lambda grad: pack(grad, indices)
+  return unpack_rows(rows)
 
 
 class PackTokens(keras.layers.Layer):
