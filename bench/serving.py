@@ -9,9 +9,11 @@ with its fast tokenizer, padding to the batch's longest row, under
 `torch.inference_mode()`. Tokenization is inside the timed call on both sides.
 Each side runs alone with --threads threads, after --warmup calls: batch-1
 latency over --calls calls (median and p90, ms) and batch-32 throughput
-(pairs/s) over --rounds passes of the dev set. Not part of CI.
+(pairs/s) over --rounds passes of the dev set. The two sides take turns
+--repeats times (a fresh process each) and each figure is the median of a
+side's runs, so a shared host's drift in speed reaches both. Not part of CI.
 
-  python bench/serving.py --work_dir=/tmp/serving [--threads=2 --calls=200 --rounds=3]
+  python bench/serving.py --work_dir=/tmp/serving [--threads=2 --calls=200 --rounds=3 --repeats=3]
 """
 
 import argparse
@@ -92,6 +94,7 @@ def main():
   parser.add_argument("--calls", type=int, default=200)
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--warmup", type=int, default=20)
+  parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--measure_ours", help=argparse.SUPPRESS)  # the child's export dir
   args = parser.parse_args()
   if args.measure_ours:
@@ -112,12 +115,18 @@ def main():
                     f"--export_dir={export_dir}"], check=True, env=_env(args.threads))
   common = [f"--dev_file={args.dev_file}", f"--threads={args.threads}", f"--calls={args.calls}",
             f"--rounds={args.rounds}", f"--warmup={args.warmup}"]
-  ours = _run([sys.executable, __file__, f"--measure_ours={export_dir}"] + common, args.threads)
-  peer = _run([sys.executable, os.path.join(REPO, "bench", "serving_hf.py"),
-               f"--model_dir={model_dir}", f"--max_seq_length={MAX_SEQ_LENGTH}"] + common,
-              args.threads)
-  for result in (ours, peer):
-    print(json.dumps(result))
+  runs = {"ours": [], "peer": []}
+  for _ in range(args.repeats):
+    runs["ours"].append(_run([sys.executable, __file__, f"--measure_ours={export_dir}"] + common,
+                             args.threads))
+    runs["peer"].append(_run([sys.executable, os.path.join(REPO, "bench", "serving_hf.py"),
+                              f"--model_dir={model_dir}", f"--max_seq_length={MAX_SEQ_LENGTH}"]
+                             + common, args.threads))
+    for side in ("ours", "peer"):
+      print(json.dumps(runs[side][-1]), flush=True)
+  ours, peer = ({key: statistics.median(run[key] for run in runs[side])
+                 for key in runs[side][0] if key.startswith("batch")} for side in ("ours", "peer"))
+  print(f"medians of {args.repeats} runs per side:")
   for key in ("batch1_median_ms", "batch1_p90_ms"):
     print(f"{key}: ours {ours[key]:.2f} vs HF {peer[key]:.2f} "
           f"(HF / ours {peer[key] / ours[key]:.2f})")
