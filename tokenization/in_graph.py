@@ -299,8 +299,8 @@ def pack(ids_a, ids_b, max_seq_length, cls_id, sep_id):
                      f"got {max_seq_length}")
   ids_a = tf.cast(ids_a, tf.int32)
   batch = ids_a.nrows()  # int64, as every index below
-  width = max_seq_length if isinstance(max_seq_length, int) else tf.cast(max_seq_length,
-                                                                          batch.dtype)
+  static_width = max_seq_length if isinstance(max_seq_length, int) else None
+  width = tf.cast(max_seq_length, batch.dtype)
   if ids_b is None:
     ids_b = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32),
                                              tf.zeros([batch], ids_a.row_splits.dtype))
@@ -314,7 +314,7 @@ def pack(ids_a, ids_b, max_seq_length, cls_id, sep_id):
   # concatenation cost seconds to trace and more to run.
   rows = tf.range(batch)
   rows_b = tf.boolean_mask(rows, has_b)  # the rows with a B segment
-  kept_a, at_a = _first_pieces(ids_a, len_a, 1)
+  kept_a, at_a = _first_pieces(ids_a, len_a, tf.ones_like(len_a))
   kept_b, at_b = _first_pieces(ids_b, len_b, len_a + 2)
   at = tf.concat([tf.stack([rows, tf.zeros_like(rows)], 1), at_a,
                   tf.stack([rows, len_a + 1], 1), at_b,
@@ -325,9 +325,8 @@ def pack(ids_a, ids_b, max_seq_length, cls_id, sep_id):
   segment_b = tf.size(kept_b) + tf.size(rows_b)  # the last ids, B [SEP]
   segments = tf.concat([tf.zeros([tf.size(ids) - segment_b], tf.int32),
                         tf.ones([segment_b], tf.int32)], 0)
-  shape = tf.stack([batch, tf.cast(width, batch.dtype)])
-  static = [None, max_seq_length if isinstance(max_seq_length, int) else None]
-  return {name: tf.ensure_shape(tf.scatter_nd(at, values, shape), static)
+  shape = tf.stack([batch, width])
+  return {name: tf.ensure_shape(tf.scatter_nd(at, values, shape), [None, static_width])
           for name, values in (("input_ids", ids), ("input_mask", tf.ones_like(ids)),
                                ("segment_ids", segments))}
 
@@ -338,6 +337,5 @@ def _first_pieces(ids, lengths, first_column):
   starts = ids.row_starts()
   taken = tf.ragged.range(starts, starts + lengths)  # [batch, (lengths)]: indices into values
   rows = taken.value_rowids()
-  columns = taken.values - tf.gather(starts, rows) + tf.gather(
-      tf.broadcast_to(tf.cast(first_column, starts.dtype), tf.shape(starts)), rows)
+  columns = taken.values - tf.gather(starts - first_column, rows)
   return tf.gather(ids.values, taken.values), tf.stack([rows, columns], 1)
