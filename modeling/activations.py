@@ -28,24 +28,21 @@ def _gelu_tanh_derivative(x, x_squared, t):
   return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - tf.square(t)) * du_dx
 
 
-@tf.custom_gradient
 def gelu_tanh(x):
-  """GELU, tanh approximation: Google's `modeling.gelu`, with a hand-written gradient.
+  """GELU, tanh approximation: Google's `modeling.gelu`,
+  0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
 
-  0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3). The gradient reuses
-  the forward tanh instead of differentiating `pow` op by op, which costs more
-  on CPU.
+  TensorFlow's own formula: on CPU its graph optimizer fuses it into the
+  matmul and bias before it (see `MatmulDense`). Training uses the compiled
+  kernel below instead.
   """
-  x_squared, t = _gelu_tanh_terms(x)
-
-  def grad(dy):
-    return dy * _gelu_tanh_derivative(x, x_squared, t)
-  return 0.5 * x * (1.0 + t), grad
+  return tf.nn.gelu(x, approximate=True)
 
 
 def gelu_exact(x):
-  """GELU with the exact Gaussian CDF (erf), as PyTorch's default `gelu`."""
-  return 0.5 * x * (1.0 + tf.math.erf(x / tf.cast(math.sqrt(2.0), x.dtype)))
+  """GELU with the exact Gaussian CDF (erf), as PyTorch's default `gelu`; fused like
+  `gelu_tanh`."""
+  return tf.nn.gelu(x, approximate=False)
 
 
 def _gelu_exact_derivative(x):
@@ -87,14 +84,6 @@ gelu_tanh_compiled = _compiled(lambda x: 0.5 * x * (1.0 + _gelu_tanh_terms(x)[1]
 gelu_exact_compiled = _compiled(gelu_exact, _gelu_exact_derivative)
 
 
-def _keras_gelu_tanh(x):
-  return tf.nn.gelu(x, approximate=True)
-
-
-def _keras_gelu_exact(x):
-  return tf.nn.gelu(x, approximate=False)
-
-
 def swish(x):
   return x * tf.sigmoid(x)
 
@@ -119,15 +108,6 @@ _TRAINING_FUNCTIONS = {
     "gelu_exact": gelu_exact_compiled,
 }
 
-# What kernels="keras" uses, in training and inference, where it differs:
-# TensorFlow's GELU, differentiated op by op.
-_KERAS_FUNCTIONS = {
-    "gelu": _keras_gelu_tanh,
-    "gelu_tanh": _keras_gelu_tanh,
-    "gelu_new": _keras_gelu_tanh,
-    "gelu_exact": _keras_gelu_exact,
-}
-
 # HuggingFace `hidden_act` -> our name (same function).
 _FROM_HUGGINGFACE = {
     "gelu": "gelu_exact",
@@ -145,14 +125,12 @@ def get(name, training=False, kernels="fused"):
   """The function for a `hidden_act` name (Google's convention); None for "linear".
 
   training=True: the same function, as XLA-compiled kernels where that is
-  faster (the GELUs; see `_compiled`). kernels="keras": TensorFlow's plain
-  ops (`tf.nn.gelu`), with or without training.
+  faster (the GELUs; see `_compiled`), unless kernels="keras" (TensorFlow's
+  plain ops, differentiated op by op).
   """
   if name not in _FUNCTIONS:
     raise ValueError(f"unsupported hidden_act {name!r}; known: {sorted(NAMES)}")
-  if check_kernels(kernels) == "keras":
-    return _KERAS_FUNCTIONS.get(name, _FUNCTIONS[name])
-  if training:
+  if check_kernels(kernels) == "fused" and training:
     return _TRAINING_FUNCTIONS.get(name, _FUNCTIONS[name])
   return _FUNCTIONS[name]
 

@@ -1,12 +1,15 @@
 """Layers against Keras' (LayerNorm, MatmulDense: outputs and gradients), Dropout's rate,
-scaling, masks, dtypes and `training` as a tensor, and token packing's helpers."""
+scaling, masks, dtypes and `training` as a tensor, the GELU fused into its matmul at
+inference, and token packing's helpers."""
+
+import platform
 
 import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
 
-from modeling.layers import Dropout, MatmulDense, PackTokens, layer_norm
+from modeling.layers import Dropout, MatmulDense, PackTokens, TransformerLayer, layer_norm
 from modeling.layers import packing
 
 
@@ -68,6 +71,27 @@ def test_dense_matches_keras_forward_and_gradients(jit_compile, policy, toleranc
   expected = ((1 - y32 ** 2) * upstream.numpy().reshape(-1, 24)).sum(axis=0)
   if policy == "float32":
     np.testing.assert_allclose(results[0][3], expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="oneDNN's fusions: x86 builds")
+@pytest.mark.parametrize("hidden_act, gelu_op", [("gelu_exact", "Erf"), ("gelu_tanh", "Tanh")])
+def test_inference_runs_the_gelu_inside_the_intermediate_matmul(hidden_act, gelu_op):
+  """At inference the transformer layer's GELU is fused by TensorFlow's graph optimizer
+  into the intermediate layer's matmul and bias: the graph it runs has no GELU op left
+  (applied after the reshape to [batch, seq, units] it stayed, as separate passes)."""
+  graph = tf.Graph()
+  with graph.as_default():
+    x = tf.compat.v1.placeholder(tf.float32, [2, 5, 16])
+    mask = tf.ones([2, 5], tf.int32)
+    layer = TransformerLayer(2, 8, 64, hidden_act, 0.1, 0.1, 0.02)
+    y = layer((x, mask), training=False)
+    with tf.compat.v1.Session(graph=graph) as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      metadata = tf.compat.v1.RunMetadata()
+      session.run(y, {x: np.ones([2, 5, 16], np.float32)}, run_metadata=metadata,
+                  options=tf.compat.v1.RunOptions(output_partition_graphs=True))
+  ops = {node.op for graph_def in metadata.partition_graphs for node in graph_def.node}
+  assert gelu_op not in ops and "_MklNativeFusedMatMul" in ops, sorted(ops)
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])  # the mask kernel alone / inlined

@@ -41,16 +41,24 @@ def add_bias(x, bias, kernels):
 
 class MatmulDense(keras.layers.Dense):
   """Keras' `Dense` (same weights and names) as one 2-D matmul [N, in] x [in, out],
-  the bias added by `add_bias` (gradient as a matrix product)."""
+  the bias added by `add_bias` (gradient as a matrix product).
 
-  def call(self, inputs):
+  Call with `activation=f` to apply f instead of the layer's own activation:
+  the transformer layer picks its GELU per call (compiled only in training).
+  Either is applied to the 2-D rows right after the bias, where TensorFlow's
+  CPU graph optimizer fuses matmul, bias and GELU into one kernel (applied
+  after the reshape back, it runs as separate element-wise passes).
+  """
+
+  def call(self, inputs, activation=None):
+    activation = activation or self.activation
     inputs = tf.cast(inputs, self.compute_dtype)
     rows = tf.reshape(inputs, [-1, self.kernel.shape[0]])  # [N, in]
     outputs = tf.matmul(rows, self.kernel)  # [N, units]
     if self.use_bias:
       outputs = add_bias(outputs, self.bias, "fused")
-    if self.activation is not None:
-      outputs = self.activation(outputs)
+    if activation is not None:
+      outputs = activation(outputs)
     outputs = tf.reshape(outputs, tf.concat([tf.shape(inputs)[:-1], [self.units]], 0))
     outputs.set_shape(inputs.shape[:-1].concatenate([self.units]))  # [..., units]
     return outputs

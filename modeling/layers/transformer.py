@@ -87,9 +87,12 @@ class TransformerLayer(keras.layers.Layer):
     # tensor decides only at run time): its kernels are compiled per shape.
     activation = activations.get(self.hidden_act, training=bool(tf.get_static_value(training)),
                                  kernels=self.kernels)
-    intermediate = self.intermediate(attention)
-    if activation is not None:
-      intermediate = activation(intermediate)
+    if self.kernels == "fused":
+      intermediate = self.intermediate(attention, activation=activation)
+    else:
+      intermediate = self.intermediate(attention)
+      if activation is not None:
+        intermediate = activation(intermediate)
     out = self.output_dense(intermediate)
     out = self.output_dropout(out, training=training)
     out = tf.cast(self.output_layer_norm(out + attention), self.compute_dtype)
