@@ -58,12 +58,14 @@ def test_cli_distills_a_student_that_every_script_reads(teacher, tmp_path):
   run = subprocess.run([sys.executable, str(REPO / "task_distill.py"), *args],
                        capture_output=True, text=True, env=ENV, check=False)
   assert run.returncode == 0, run.stderr[-3000:]
-  # Stage 1 (75 steps): every layer-wise term falls; stage 2: the soft loss falls (towards
-  # the teacher's entropy, its floor: how far it can fall depends on the teacher).
+  # Stage 1 (75 steps): the layer-wise objective falls to less than half (not each term:
+  # they trade off, and the embedding term starts near its floor, the student's embeddings
+  # being the teacher's); stage 2: the soft loss falls (towards the teacher's entropy, its
+  # floor: how far it can fall depends on the teacher).
   intermediate = summaries.read_scalars(str(out / downstream.INTERMEDIATE))
-  for term in ("embedding_loss", "hidden_loss", "attention_loss"):
+  for term in ("loss", "embedding_loss", "hidden_loss", "attention_loss"):
     assert sorted(intermediate[term]) == [15, 30, 45, 60, 75]
-    assert intermediate[term][75] < intermediate[term][15], (term, intermediate[term])
+  assert intermediate["loss"][75] < 0.5 * intermediate["loss"][15], intermediate
   prediction = summaries.read_scalars(str(out))
   assert prediction["loss"][75] < prediction["loss"][15], prediction["loss"]
   assert prediction["agreement"][75] > 0.9
