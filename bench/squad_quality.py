@@ -11,10 +11,11 @@ run_squad.py; the peer is bench/squad_quality_hf.py (`BertForQuestionAnswering`,
 HF's own windows and post-processing). For every seed both sides start at the
 same time, each in its own process with --threads CPU threads, so they share
 the machine evenly. A finished run's figures are kept in work_dir as
-SIDE-seedN.json and reused by later invocations (delete it to run again), so
-seeds can be added one invocation at a time. Prints one JSON line per run, then
-per-seed and mean EM/F1, a 95% interval of the mean F1 difference, and the
-training and prediction examples/s ratios. Not part of CI.
+SIDE-seedN.json with the recipe it ran and reused by later invocations with the
+same recipe (another recipe stops with an error: delete the file or use another
+work_dir), so seeds can be added one invocation at a time. Prints one JSON line
+per run, then per-seed and mean EM/F1, a 95% interval of the mean F1
+difference, and the training and prediction examples/s ratios. Not part of CI.
 
   python bench/squad_quality.py --work_dir=/tmp/squad_quality [--seeds=1,2,3]
 """
@@ -54,6 +55,29 @@ def _recipe(args):
           f"--train_batch_size={args.train_batch_size}",
           f"--predict_batch_size={args.predict_batch_size}",
           f"--learning_rate={args.learning_rate}", f"--num_train_epochs={args.num_train_epochs}"]
+
+
+def _kept_recipe(args, side):
+  """The flags a run's figures depend on, stored with them and compared on reuse."""
+  names = ["train_articles", "threads", "max_seq_length", "doc_stride",
+           "max_query_length", "train_batch_size", "predict_batch_size", "learning_rate",
+           "num_train_epochs"] + (["optimizer"] if side == "ours" else [])
+  return {"input_file": os.path.basename(args.input_file),
+          **{name: getattr(args, name) for name in names}}
+
+
+def kept_result(path, recipe):
+  """The figures of a run finished earlier with `recipe`; exits when it ran another."""
+  with open(path, encoding="utf-8") as f:
+    result = json.load(f)
+  if "recipe" not in result:
+    sys.exit(f"squad_quality: error: {path} records no recipe; delete it or use another "
+             "--work_dir")
+  changed = sorted(k for k in recipe if result["recipe"].get(k) != recipe[k])
+  if changed:
+    sys.exit(f"squad_quality: error: {path} was run with other {', '.join(changed)}; "
+             "delete it or use another --work_dir")
+  return result
 
 
 def _start(command, output_dir, threads):
@@ -150,8 +174,7 @@ def main():
     for side in sides:
       output_dir = os.path.join(args.work_dir, f"{side}-seed{seed}")
       if os.path.exists(output_dir + ".json"):  # finished by an earlier invocation
-        with open(output_dir + ".json", encoding="utf-8") as f:
-          runs[side].append(json.load(f))
+        runs[side].append(kept_result(output_dir + ".json", _kept_recipe(args, side)))
         print(json.dumps(runs[side][-1]), flush=True)
       else:
         processes[side] = starters[side][0](args, files, model_dir, seed, output_dir)
@@ -159,7 +182,8 @@ def main():
       if process.wait():
         sys.exit(f"squad_quality: error: {side} seed {seed} failed; see {output_dir}.log")
       result = {**starters[side][1](output_dir), **score(dataset, output_dir), "side": side,
-                "seed": seed, "wall_seconds": round(time.time() - started)}
+                "seed": seed, "wall_seconds": round(time.time() - started),
+                "recipe": _kept_recipe(args, side)}
       fileio.atomic_write_text(output_dir + ".json", json.dumps(result))
       runs[side].append(result)
       print(json.dumps(result), flush=True)
