@@ -50,18 +50,19 @@ def _env(threads):
               TF_NUM_INTEROP_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
 
 
+# The recipe flags both sides take.
+_RECIPE = ("max_seq_length", "doc_stride", "train_batch_size", "predict_batch_size",
+           "learning_rate", "num_train_epochs")
+
+
 def _recipe(args):
-  return [f"--max_seq_length={args.max_seq_length}", f"--doc_stride={args.doc_stride}",
-          f"--train_batch_size={args.train_batch_size}",
-          f"--predict_batch_size={args.predict_batch_size}",
-          f"--learning_rate={args.learning_rate}", f"--num_train_epochs={args.num_train_epochs}"]
+  return [f"--{name}={getattr(args, name)}" for name in _RECIPE]
 
 
 def _kept_recipe(args, side):
   """The flags a run's figures depend on, stored with them and compared on reuse."""
-  names = ["train_articles", "threads", "max_seq_length", "doc_stride",
-           "max_query_length", "train_batch_size", "predict_batch_size", "learning_rate",
-           "num_train_epochs"] + (["optimizer"] if side == "ours" else [])
+  names = ("train_articles", "threads", "max_query_length") + _RECIPE + (
+      ("optimizer",) if side == "ours" else ())
   return {"input_file": os.path.basename(args.input_file),
           **{name: getattr(args, name) for name in names}}
 
