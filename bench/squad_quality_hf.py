@@ -92,6 +92,8 @@ def main():
   parser.add_argument("--train_file", required=True)
   parser.add_argument("--predict_file", required=True)
   parser.add_argument("--model_dir", required=True)
+  parser.add_argument("--span_weights_file",
+                      help="numpy [2, H]: qa_outputs' initial weight (bias 0); default HF's draw")
   parser.add_argument("--output_dir", required=True)
   parser.add_argument("--max_seq_length", type=int, default=384)
   parser.add_argument("--doc_stride", type=int, default=128)
@@ -110,6 +112,10 @@ def main():
   hf_training.set_up(args.threads, args.seed)
   tokenizer = transformers.BertTokenizerFast(f"{args.model_dir}/vocab.txt", do_lower_case=True)
   model = transformers.BertForQuestionAnswering.from_pretrained(args.model_dir)
+  if args.span_weights_file:
+    with torch.no_grad():
+      model.qa_outputs.weight.copy_(torch.from_numpy(np.load(args.span_weights_file)))
+      model.qa_outputs.bias.zero_()
   train = read_questions(args.train_file)
   train_inputs, _ = features(tokenizer, train, args.max_seq_length, args.doc_stride, True)
   num_windows = len(train_inputs["input_ids"])
