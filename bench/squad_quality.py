@@ -45,6 +45,7 @@ import fileio  # pylint: disable=wrong-import-position
 import modeling  # pylint: disable=wrong-import-position
 from squad import evaluation  # pylint: disable=wrong-import-position
 from tests.helpers import split_squad_articles  # pylint: disable=wrong-import-position
+from bootstrap import paired_interval  # pylint: disable=wrong-import-position  # bench/
 
 _TRAIN_RATE = re.compile(r"step (\d+)/(\d+):.*examples_per_second = ([0-9.e+]+)")
 _PREDICT_RATE = re.compile(r"Predicted (\d+) split examples in ([0-9.]+) s: "
@@ -160,19 +161,6 @@ def peer_figures(output_dir):
     return json.loads(f.read().strip().splitlines()[-1])
 
 
-def seed_bootstrap(differences, seed=0):
-  """95% interval of the mean of per-seed differences (ours - peer), seeds resampled.
-
-  Paired: a seed's two runs start from the same weights (their dropout and
-  data order are still each side's own random streams).
-  """
-  rng = np.random.default_rng(seed)
-  differences = np.asarray(differences)
-  means = differences[rng.integers(0, len(differences),
-                                   (BOOTSTRAP_SAMPLES, len(differences)))].mean(1)
-  return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
-
-
 def score(dataset, output_dir):
   with open(os.path.join(output_dir, "predictions.json"), encoding="utf-8") as f:
     return evaluation.evaluate(dataset, json.load(f))
@@ -236,7 +224,8 @@ def main():
   if len(runs) == 2:
     for key in ("exact_match", "f1"):
       difference = [o[key] - p[key] for o, p in zip(runs["ours"], runs["peer"])]
-      low, high = seed_bootstrap(difference)
+      # Paired: a seed's two runs share their start (dropout and order are each side's own).
+      low, high = paired_interval(difference, BOOTSTRAP_SAMPLES, seed=0)
       print(f"{key} ours - HF per seed: " + ", ".join(f"{d:+.2f}" for d in difference)
             + f" (mean {statistics.mean(difference):+.2f}, 95% interval over seeds "
             f"[{low:+.2f}, {high:+.2f}])")
