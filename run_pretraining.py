@@ -12,7 +12,8 @@ import pretraining
 from training import flags as training_flags
 
 flags.DEFINE_string("bert_config_file", None,
-                    "The config json file corresponding to the pre-trained BERT model.")
+                    "bert_config.json (or HF config.json). Default: the one stored with "
+                    "init_checkpoint (e.g. an HF directory's config.json).")
 flags.DEFINE_string("input_file", None, "Input TF example files (can be a glob or comma "
                     "separated).")
 flags.DEFINE_string("output_dir", None,
@@ -48,5 +49,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
+  flags.mark_flags_as_required(["input_file", "output_dir"])
   cli.run(main, interrupted_note=training_flags.interrupted_note)

@@ -30,9 +30,9 @@ from training import runtime
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PretrainingOptions(runtime.RuntimeOptions):
   """run_pretraining.py's own flags (Google's names and defaults) on top of the runtime's."""
-  bert_config_file: str
   input_file: str
   output_dir: str
+  bert_config_file: Optional[str] = None  # default: the one stored with init_checkpoint
   init_checkpoint: Optional[str] = None
   max_seq_length: int = 128
   max_predictions_per_seq: int = 20
@@ -71,7 +71,7 @@ def _masker(options, bert_config, first_file):
     raise FlagError(f"{first_file} holds records written with --dynamic_masking: pass "
                     "--vocab_file (the masks need its [MASK], [CLS] and [SEP] and its size)")
   tokenization.FullTokenizer(options.vocab_file).check_vocab_size(
-      bert_config.vocab_size, options.bert_config_file)
+      bert_config.vocab_size, options.bert_config_file or options.init_checkpoint)
   logging.info("Dynamic masking: %s of the tokens%s, new masks at every epoch",
                options.masked_lm_prob, ", whole words" if options.do_whole_word_mask else "")
   return dynamic_masking.DynamicMasker(options.vocab_file, options.max_predictions_per_seq,
@@ -84,7 +84,7 @@ def run(options):
   Raises cli.UserError subclasses for what the user can fix (flags, input
   files, configs, checkpoints, a non-finite loss).
   """
-  bert_config = modeling.BertConfig.from_json_file(options.bert_config_file)
+  bert_config = modeling.resolve_config(options.bert_config_file, options.init_checkpoint)
   with contextlib.closing(runner_lib.Runner(options, options.output_dir,
                                             options.init_checkpoint)) as runner:
     files = resolve_input_files(options.input_file)

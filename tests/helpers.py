@@ -64,6 +64,21 @@ def checkpoint_weights(output_dir):
   return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
           if "OPTIMIZER_SLOT" not in k and k.startswith("bert_weights/")}
 
+
+def checkpoint_word_embeddings(output_dir, vocab_size):
+  """The word embeddings [vocab_size, H] in output_dir's latest checkpoint."""
+  found = [v for v in checkpoint_weights(output_dir).values()
+           if v.ndim == 2 and v.shape[0] == vocab_size]
+  assert len(found) == 1, [v.shape for v in found]
+  return found[0]
+
+
+def minilm_word_embeddings(minilm_dir):
+  """MiniLM's word embeddings [30522, 384], read from its safetensors file."""
+  from safetensors.numpy import load_file  # pylint: disable=import-outside-toplevel
+  weights = load_file(os.path.join(minilm_dir, "model.safetensors"))
+  return next(v for k, v in weights.items() if k.endswith("word_embeddings.weight"))
+
 # --- run_pretraining: data and options --------------------------------------------------------
 
 SEQ, PRED = 64, 10  # max_seq_length and max_predictions_per_seq of the sample records

@@ -21,8 +21,9 @@ from classification import run
 import cli
 import fileio
 import modeling
-from tests.helpers import (REPO, SAMPLE, classifier_options, google_tiny_options, run_python,
-                           slice_glue, tiny_config_file)
+from tests.helpers import (REPO, SAMPLE, checkpoint_word_embeddings, classifier_options,
+                           google_tiny_options, minilm_word_embeddings, run_python, slice_glue,
+                           tiny_config_file)
 import tokenization
 
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
@@ -138,15 +139,6 @@ def test_rerun_resumes_and_evaluates_the_checkpoint(sentiment_run, tmp_path):
     assert f.read() == before
 
 
-def _embeddings(output_dir, vocab_size):
-  """The word embeddings in the latest training checkpoint of output_dir."""
-  reader = tf.train.load_checkpoint(output_dir)
-  names = [n for n, s in reader.get_variable_to_shape_map().items()
-           if len(s) == 2 and s[0] == vocab_size and "OPTIMIZER_SLOT" not in n]
-  assert len(names) == 1, names
-  return reader.get_tensor(names[0])
-
-
 @pytest.mark.slow
 def test_warm_start_from_minilm_huggingface_dir(minilm_dir, shared_dir, tmp_path):
   """No bert_config_file: the HF config.json is used; a learning rate of 1e-30 (0 is refused)
@@ -161,10 +153,8 @@ def test_warm_start_from_minilm_huggingface_dir(minilm_dir, shared_dir, tmp_path
   done = run.run_classifier(options)
   assert done["eval"]["global_step"] == 3
   assert set(done["eval"]) == {"eval_accuracy", "eval_loss", "global_step", "loss"}
-  from safetensors.numpy import load_file  # pylint: disable=import-outside-toplevel
-  weights = load_file(os.path.join(minilm_dir, "model.safetensors"))
-  expected = next(v for k, v in weights.items() if k.endswith("word_embeddings.weight"))
-  np.testing.assert_array_equal(_embeddings(str(tmp_path / "out"), 30522), expected)
+  np.testing.assert_array_equal(checkpoint_word_embeddings(str(tmp_path / "out"), 30522),
+                                minilm_word_embeddings(minilm_dir))
 
 
 def test_warm_start_from_google_checkpoint_on_pairs(shared_dir, tmp_path):
@@ -176,7 +166,7 @@ def test_warm_start_from_google_checkpoint_on_pairs(shared_dir, tmp_path):
   assert set(done["eval"]) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"}
   expected = tf.train.load_checkpoint(str(tiny / "bert_model.ckpt")).get_tensor(
       "bert/embeddings/word_embeddings")
-  np.testing.assert_array_equal(_embeddings(str(tmp_path / "out"), 30522), expected)
+  np.testing.assert_array_equal(checkpoint_word_embeddings(str(tmp_path / "out"), 30522), expected)
 
 
 def test_stsb_regression(shared_dir, tmp_path):

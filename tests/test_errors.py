@@ -371,6 +371,9 @@ ROWS = [
         r"sst3"),
     Row("missing-required-flag", "run_pretraining", with_flags(
         "run_pretraining", drop=("--output_dir",)), 1, r"output_dir"),
+    Row("no-config", "run_pretraining", with_flags(
+        "run_pretraining", drop=("--bert_config_file",)), 1,
+        r"run_pretraining: error: pass bert_config_file \(or an init_checkpoint"),
     Row("bad-layers", "extract_features", with_flags("extract_features", "--layers=-5"), 1,
         r"--layers \[-5\] out of range for a model with 2 layers"),
     Row("bad-optimizer", "run_pretraining", with_flags("run_pretraining", "--optimizer=adam"), 1,

@@ -19,7 +19,8 @@ import fileio
 import modeling
 import pretraining
 from pretraining import inputs
-from tests.helpers import (PRED, SEQ, copy_records_with_one_changed, make_pretraining_records,
+from tests.helpers import (PRED, SEQ, checkpoint_word_embeddings, copy_records_with_one_changed,
+                           make_pretraining_records, minilm_word_embeddings,
                            pretraining_config_file, pretraining_options, write_records)
 from training import loop, summaries
 
@@ -128,6 +129,26 @@ def test_eval_of_googles_checkpoint_matches_its_reference(shared_dir, tmp_path):
       np.argmax(ref["next_sentence_logits"], -1) == ref["next_sentence_labels"][:, 0])))
   assert results["global_step"] == 0
   assert read_eval_results(str(tmp_path / "out"))["loss"] == pytest.approx(results["loss"])
+
+
+@pytest.mark.slow
+def test_continues_from_a_huggingface_dir_with_its_config(data, minilm_dir, tmp_path):
+  """No bert_config_file: the HF directory's config.json (exact GELU) is the model's and is
+  stored with the checkpoints; a learning rate of 1e-30 moves the weights by ~1e-30 at most
+  (exact zeros, too), so MiniLM's encoder is what was trained (its masked-LM head is new:
+  MiniLM ships none)."""
+  minilm_dir = str(minilm_dir)
+  out = tmp_path / "out"
+  pretraining.run(pretraining_options(data, out, bert_config_file=None,
+                                      init_checkpoint=minilm_dir, train_batch_size=4,
+                                      learning_rate=1e-30, num_train_steps=2,
+                                      save_checkpoints_steps=2, iterations_per_loop=2))
+  stored = modeling.load_config(str(out / "bert_config.json"))
+  assert stored == modeling.load_config(minilm_dir) and stored.hidden_act == "gelu_exact"
+  np.testing.assert_allclose(checkpoint_word_embeddings(out, 30522),
+                             minilm_word_embeddings(minilm_dir), rtol=1e-6, atol=1e-25)
+  with pytest.raises(modeling.ConfigError, match="pass bert_config_file"):
+    pretraining.run(pretraining_options(data, tmp_path / "o2", bert_config_file=None))
 
 
 def first_losses(data, output_dir, **flags):
