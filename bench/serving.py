@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+from child_env import child_env  # bench/
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_SEQ_LENGTH = 128
 
@@ -74,13 +76,9 @@ def measure_ours(args):
   print(json.dumps({"side": "ours", **figures, "project_modules_loaded": ours}), flush=True)
 
 
-def _env(threads):
-  return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_NUM_INTRAOP_THREADS=str(threads),
-              TF_NUM_INTEROP_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
-
-
 def _run(command, threads):
-  out = subprocess.run(command, check=True, capture_output=True, text=True, env=_env(threads))
+  out = subprocess.run(command, check=True, capture_output=True, text=True,
+                       env=child_env(threads, "2"))
   return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -112,7 +110,8 @@ def main():
                     f"--init_checkpoint={model_dir}", f"--vocab_file={model_dir}/vocab.txt",
                     "--do_lower_case", f"--max_seq_length={MAX_SEQ_LENGTH}",
                     f"--output_dir={os.path.join(args.work_dir, 'run')}",
-                    f"--export_dir={export_dir}"], check=True, env=_env(args.threads))
+                    f"--export_dir={export_dir}"], check=True,
+                   env=child_env(args.threads, "2"))
   common = [f"--dev_file={args.dev_file}", f"--threads={args.threads}", f"--calls={args.calls}",
             f"--rounds={args.rounds}", f"--warmup={args.warmup}"]
   runs = {"ours": [], "peer": []}

@@ -46,16 +46,12 @@ import modeling  # pylint: disable=wrong-import-position
 from squad import evaluation  # pylint: disable=wrong-import-position
 from tests.helpers import split_squad_articles  # pylint: disable=wrong-import-position
 from bootstrap import paired_interval  # pylint: disable=wrong-import-position  # bench/
+from child_env import child_env  # pylint: disable=wrong-import-position  # bench/
 
 _TRAIN_RATE = re.compile(r"step (\d+)/(\d+):.*examples_per_second = ([0-9.e+]+)")
 _PREDICT_RATE = re.compile(r"Predicted (\d+) split examples in ([0-9.]+) s: "
                            r"examples_per_second = ([0-9.]+)")
 BOOTSTRAP_SAMPLES = 10000
-
-
-def _env(threads):
-  return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1", TF_NUM_INTRAOP_THREADS=str(threads),
-              TF_NUM_INTEROP_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
 
 
 # The recipe flags both sides take.
@@ -122,7 +118,7 @@ def _start(command, output_dir, threads):
   """Starts `command` with its output in output_dir.log; returns (process, output_dir)."""
   with open(output_dir + ".log", "w", encoding="utf-8") as log:
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                            env=_env(threads)), output_dir
+                            env=child_env(threads)), output_dir
 
 
 def start_ours(args, files, model_dir, start, seed, output_dir):
