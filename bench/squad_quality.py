@@ -49,8 +49,8 @@ from squad import evaluation  # pylint: disable=wrong-import-position
 from tests.helpers import split_squad_articles  # pylint: disable=wrong-import-position
 from bootstrap import paired_interval  # pylint: disable=wrong-import-position  # bench/
 from child_env import child_env  # pylint: disable=wrong-import-position  # bench/
+from training_log import logged_rates, steady_rate  # pylint: disable=wrong-import-position
 
-_TRAIN_RATE = re.compile(r"step (\d+)/(\d+):.*examples_per_second = ([0-9.e+]+)")
 _PREDICT_RATE = re.compile(r"Predicted (\d+) split examples in ([0-9.]+) s: "
                            r"examples_per_second = ([0-9.]+)")
 BOOTSTRAP_SAMPLES = 10000
@@ -145,11 +145,8 @@ def start_peer(args, files, model_dir, start, seed, output_dir):
 def ours_figures(output_dir):
   with open(output_dir + ".log", encoding="utf-8") as f:
     log = f.read()
-  # Steady-state training rate: the logged intervals after the first (which includes tracing).
-  rates = [float(m[3]) for m in _TRAIN_RATE.finditer(log)]
-  steady = rates[1:] or rates
   predicted = _PREDICT_RATE.search(log)
-  return {"train_examples_per_second": statistics.mean(steady),
+  return {"train_examples_per_second": steady_rate(logged_rates(log)),
           "predict_examples_per_second": float(predicted[3]),
           "num_predict_windows": int(predicted[1])}
 
