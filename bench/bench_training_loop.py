@@ -18,6 +18,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # pylint: disable=wrong-import-position
+import cli  # pylint: disable=unused-import  # our scripts' TensorFlow settings (oneDNN)
 import tensorflow as tf
 import tf_keras
 

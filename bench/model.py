@@ -18,9 +18,10 @@ import sys
 import time
 
 import numpy as np
-import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import cli  # pylint: disable=unused-import,wrong-import-position  # our scripts' TensorFlow settings (oneDNN)
+import tensorflow as tf  # pylint: disable=wrong-import-position
 import modeling  # pylint: disable=g-import-not-at-top,wrong-import-position
 from modeling.params import forward_flops  # pylint: disable=g-import-not-at-top,wrong-import-position
 

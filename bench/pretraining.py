@@ -28,6 +28,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+# Our scripts' TensorFlow settings (oneDNN), for this process and, through the environment,
+# both sides' measuring processes.
+import cli  # pylint: disable=unused-import,wrong-import-position
 PRESETS = {"mini": (4, 256), "small": (4, 512)}
 VOCAB_SIZE, SEQ, PREDICTIONS = 30522, 128, 20
 

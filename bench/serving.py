@@ -11,7 +11,10 @@ Each side runs alone with --threads threads, after --warmup calls: batch-1
 latency over --calls calls (median and p90, ms) and batch-32 throughput
 (pairs/s) over --rounds passes of the dev set. The two sides take turns
 --repeats times (a fresh process each) and each figure is the median of a
-side's runs, so a shared host's drift in speed reaches both. Not part of CI.
+side's runs, so a shared host's drift in speed reaches both. Ours' process runs
+with the README's serving environment (`SERVING_ENV`: TensorFlow's oneDNN kernels,
+its own default on AVX-512 CPUs only, with the calling thread taking a share of
+each kernel's work); --tf_env=default leaves TensorFlow's defaults. Not part of CI.
 
   python bench/serving.py --work_dir=/tmp/serving [--threads=2 --calls=200 --rounds=3 --repeats=3]
 """
@@ -27,6 +30,9 @@ import sys
 import time
 
 from child_env import child_env  # bench/
+
+# The README's environment for a serving process (Serving on CPU).
+SERVING_ENV = {"TF_ENABLE_ONEDNN_OPTS": "1", "TF_ONEDNN_THREADPOOL_USE_CALLER_THREAD": "1"}
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_SEQ_LENGTH = 128
@@ -73,12 +79,18 @@ def measure_ours(args):
   figures = measure(call, read_pairs(args.dev_file), args.calls, args.rounds, args.warmup)
   ours = sorted(k for k in sys.modules if k.split(".")[0] in ("tf_keras", "modeling",
                                                                "classification", "training"))
-  print(json.dumps({"side": "ours", **figures, "project_modules_loaded": ours}), flush=True)
+  onednn = importlib.import_module("tensorflow.python.util._pywrap_util_port").IsMklEnabled()
+  print(json.dumps({"side": "ours", **figures, "onednn": onednn,
+                    "project_modules_loaded": ours}), flush=True)
 
 
-def _run(command, threads):
-  out = subprocess.run(command, check=True, capture_output=True, text=True,
-                       env=child_env(threads, "2"))
+def _run(command, threads, tf_env="default"):
+  env = child_env(threads, "2")
+  for name in SERVING_ENV:
+    env.pop(name, None)
+  if tf_env == "serving":
+    env.update(SERVING_ENV)
+  out = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
   return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -93,6 +105,9 @@ def main():
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--warmup", type=int, default=20)
   parser.add_argument("--repeats", type=int, default=3)
+  parser.add_argument("--tf_env", choices=("serving", "default"), default="serving",
+                      help="ours' process: the README's serving environment (SERVING_ENV), "
+                           "or TensorFlow's defaults (oneDNN off without AVX-512 VNNI/BF16)")
   parser.add_argument("--measure_ours", help=argparse.SUPPRESS)  # the child's export dir
   args = parser.parse_args()
   if args.measure_ours:
@@ -117,7 +132,7 @@ def main():
   runs = {"ours": [], "peer": []}
   for _ in range(args.repeats):
     runs["ours"].append(_run([sys.executable, __file__, f"--measure_ours={export_dir}"] + common,
-                             args.threads))
+                             args.threads, args.tf_env))
     runs["peer"].append(_run([sys.executable, os.path.join(REPO, "bench", "serving_hf.py"),
                               f"--model_dir={model_dir}", f"--max_seq_length={MAX_SEQ_LENGTH}"]
                              + common, args.threads))

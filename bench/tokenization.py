@@ -22,6 +22,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import cli  # pylint: disable=g-import-not-at-top,unused-import  # our scripts' TensorFlow settings (oneDNN)
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
 

@@ -6,6 +6,7 @@ import signal
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before helpers imports TensorFlow
+import cli  # pylint: disable=unused-import,wrong-import-position  # oneDNN on, as in our scripts
 # A suite started in the background without job control (`cmd &` in a script) inherits an
 # ignored SIGINT, and so would every script the tests start: their Ctrl-C tests could not pass.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:

@@ -2,6 +2,7 @@
 `--help` lists the runtime flags with each trainer script's own."""
 
 import os
+import platform
 import re
 import signal
 import subprocess
@@ -29,6 +30,21 @@ def _script(tmp_path, body):
       cli.run(main)
       """).format(textwrap.indent(textwrap.dedent(body), "  ")))
   return [sys.executable, str(path)]
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="oneDNN's kernels: x86 builds")
+@pytest.mark.parametrize("setting, enabled", [(None, "True"), ("1", "True"), ("0", "False")])
+def test_scripts_run_onednn_kernels_unless_the_user_turns_them_off(tmp_path, setting, enabled):
+  """On by default on every x86 CPU (TensorFlow's own default is off without AVX-512 VNNI or
+  BF16, as on this project's AVX2 hosts); the user's TF_ENABLE_ONEDNN_OPTS is kept."""
+  env = {k: v for k, v in ENV.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+  if setting is not None:
+    env["TF_ENABLE_ONEDNN_OPTS"] = setting
+  out = subprocess.run(_script(tmp_path, """
+      from tensorflow.python.util import _pywrap_util_port
+      print(_pywrap_util_port.IsMklEnabled())
+      """), capture_output=True, text=True, env=env, check=True)
+  assert out.stdout.strip() == enabled
 
 
 def test_user_error_is_one_line_and_exit_1(tmp_path):

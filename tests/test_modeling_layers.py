@@ -78,7 +78,8 @@ def test_dense_matches_keras_forward_and_gradients(jit_compile, policy, toleranc
 def test_inference_runs_the_gelu_inside_the_intermediate_matmul(hidden_act, gelu_op):
   """At inference the transformer layer's GELU is fused by TensorFlow's graph optimizer
   into the intermediate layer's matmul and bias: the graph it runs has no GELU op left
-  (applied after the reshape to [batch, seq, units] it stayed, as separate passes)."""
+  (applied after the reshape to [batch, seq, units] it stayed, as separate passes). A
+  oneDNN fusion: on with our scripts' setting (`cli.ONEDNN_ENV`), which conftest takes."""
   graph = tf.Graph()
   with graph.as_default():
     x = tf.compat.v1.placeholder(tf.float32, [2, 5, 16])
