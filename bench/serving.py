@@ -31,7 +31,8 @@ import time
 
 from child_env import child_env  # bench/
 
-# The README's environment for a serving process (Serving on CPU).
+# The README's environment for a serving process (Serving on CPU). Not from `cli`: importing
+# it would set oneDNN in this file's own measuring child, whose environment --tf_env decides.
 SERVING_ENV = {"TF_ENABLE_ONEDNN_OPTS": "1", "TF_ONEDNN_THREADPOOL_USE_CALLER_THREAD": "1"}
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 
+import cli
 from tests.helpers import REPO
 
 pytestmark = pytest.mark.multiprocess
@@ -37,9 +38,9 @@ def _script(tmp_path, body):
 def test_scripts_run_onednn_kernels_unless_the_user_turns_them_off(tmp_path, setting, enabled):
   """On by default on every x86 CPU (TensorFlow's own default is off without AVX-512 VNNI or
   BF16, as on this project's AVX2 hosts); the user's TF_ENABLE_ONEDNN_OPTS is kept."""
-  env = {k: v for k, v in ENV.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+  env = {k: v for k, v in ENV.items() if k != cli.ONEDNN_ENV}
   if setting is not None:
-    env["TF_ENABLE_ONEDNN_OPTS"] = setting
+    env[cli.ONEDNN_ENV] = setting
   out = subprocess.run(_script(tmp_path, """
       from tensorflow.python.util import _pywrap_util_port
       print(_pywrap_util_port.IsMklEnabled())
