@@ -157,9 +157,10 @@ def distill(stages, name, args, flags):
   epochs = dict(intermediate_epochs=args.intermediate_epochs,
                 prediction_epochs=args.prediction_epochs)
   if args.n_aug and args.intermediate_rows == "original":
-    stages.run(name + "_intermediate", "task_distill.py",
-               os.path.join(stages.path(name), "intermediate", "checkpoint"), stage="intermediate",
-               **{**flags, **epochs, "do_eval": False})
+    if not os.path.exists(done):
+      stages.run(name + "_intermediate", "task_distill.py",
+                 os.path.join(stages.path(name), "intermediate", "checkpoint"),
+                 stage="intermediate", **{**flags, **epochs, "do_eval": False})
     stages.run(name, "task_distill.py", done, stage="prediction", aug_train=True,
                export_dir=export, **flags, **epochs)
   else:

@@ -183,3 +183,34 @@ def test_the_prediction_stage_alone_starts_from_the_students_initial_weights(tea
 def test_option_errors(tmp_path, change, message):
   with pytest.raises(FlagError, match=message):
     downstream.TaskDistillOptions(**_options(tmp_path / "teacher", tmp_path / "out", **change))
+
+
+def test_the_stages_as_two_commands_the_prediction_stage_on_augmented_rows(teacher, tmp_path):
+  """README's split: --stage=intermediate on train.tsv, then --stage=prediction --aug_train in
+  the same output_dir, which trains on train_aug.tsv from the intermediate stage's weights."""
+  data = tmp_path / "data"
+  data.mkdir()
+  for name in ("train.tsv", "dev.tsv", "test.tsv"):
+    (data / name).write_text((SAMPLE / "sentiment" / name).read_text())
+  header, *rows = (SAMPLE / "sentiment" / "train.tsv").read_text().splitlines(keepends=True)
+  (data / "train_aug.tsv").write_text(header + "".join(rows * 3))  # 1,800 rows
+  out = tmp_path / "out"
+  options = _options(teacher, out, data_dir=str(data), check_teacher=False)
+  downstream.run_task_distill(downstream.TaskDistillOptions(**dict(
+      options, stage=downstream.INTERMEDIATE, intermediate_epochs=0.1)))
+  intermediate = tf.train.latest_checkpoint(str(out / downstream.INTERMEDIATE))
+  assert intermediate.endswith("model.ckpt-3")  # 600 rows / 16 * 0.1
+  # A learning rate too small to move the weights: the student ends where it started.
+  done = downstream.run_task_distill(downstream.TaskDistillOptions(**dict(
+      options, stage=downstream.PREDICTION, task_options={"aug_train": True},
+      prediction_epochs=0.1, learning_rate=1e-12, do_eval=True)))
+  assert done["eval"]["global_step"] == 11  # 1,800 rows / 16 * 0.1
+  config = modeling.load_config(str(out))
+
+  def student(path):
+    encoder = modeling.build_encoder(config)
+    modeling.load_checkpoint(encoder, path)
+    return names.encoder_variables(encoder)["bert/encoder/layer_1/attention/self/query/kernel"]
+  final = student(str(out)).numpy()
+  np.testing.assert_allclose(final, student(intermediate).numpy(), atol=1e-6)
+  assert np.abs(final - student(str(out / downstream.STUDENT_INIT))).max() > 1e-3
