@@ -195,17 +195,15 @@ def tinybert4(stages, args, model_dir, data_dir, teacher_dir):
              max_predictions_per_seq=MLM_PREDICTIONS, train_batch_size=32, learning_rate=1e-4,
              num_train_steps=args.general_steps, num_warmup_steps=args.general_steps // 10,
              log_steps=100, save_checkpoints_steps=1000, seed=args.seed)
-  exports = {"tinybert4_distilled": distill(
-      stages, "tinybert4_distilled", args, dict(
-          teacher_init_checkpoint=teacher_dir, student_init_checkpoint=general,
-          **task_flags(data_dir, model_dir, stages.path("tinybert4_distilled"), args.seed))),
-             "tinybert4_random": stages.path("tinybert4_random_export")}
-  stages.run("tinybert4_random", "run_classifier.py",
-             os.path.join(exports["tinybert4_random"], "saved_model.pb"),
+  distilled = distill(stages, "tinybert4_distilled", args, dict(
+      teacher_init_checkpoint=teacher_dir, student_init_checkpoint=general,
+      **task_flags(data_dir, model_dir, stages.path("tinybert4_distilled"), args.seed)))
+  random_init = stages.path("tinybert4_random_export")
+  stages.run("tinybert4_random", "run_classifier.py", os.path.join(random_init, "saved_model.pb"),
              bert_config_file=config, num_train_epochs=baseline_epochs(args),
-             export_dir=exports["tinybert4_random"],
+             export_dir=random_init,
              **task_flags(data_dir, model_dir, stages.path("tinybert4_random"), args.seed))
-  return exports
+  return {"tinybert4_distilled": distilled, "tinybert4_random": random_init}
 
 
 def main():
