@@ -201,10 +201,10 @@ def test_the_stages_as_two_commands_the_prediction_stage_on_augmented_rows(teach
   intermediate = tf.train.latest_checkpoint(str(out / downstream.INTERMEDIATE))
   assert intermediate.endswith("model.ckpt-3")  # 600 rows / 16 * 0.1
   # A learning rate too small to move the weights: the student ends where it started.
-  done = downstream.run_task_distill(downstream.TaskDistillOptions(**dict(
+  downstream.run_task_distill(downstream.TaskDistillOptions(**dict(
       options, stage=downstream.PREDICTION, task_options={"aug_train": True},
-      prediction_epochs=0.1, learning_rate=1e-12, do_eval=True)))
-  assert done["eval"]["global_step"] == 11  # 1,800 rows / 16 * 0.1
+      prediction_epochs=0.1, learning_rate=1e-12)))
+  assert tf.train.latest_checkpoint(str(out)).endswith("model.ckpt-11")  # 1,800 rows / 16 * 0.1
   config = modeling.load_config(str(out))
 
   def student(path):
