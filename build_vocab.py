@@ -7,33 +7,39 @@ Example:
 
 import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
 
-from absl import flags
+import dataclasses
+
 from absl import logging
 
+from cli import options
+from cli.options import option, required
 from tokenization import vocab_builder
 
-FLAGS = flags.FLAGS
 
-flags.DEFINE_string("input_file", None,
-                    "Comma-separated glob patterns of UTF-8 text files; every line is read as text.")
-flags.DEFINE_string("output_file", None, "Where to write the vocabulary, one token per line.")
-flags.DEFINE_integer("vocab_size", 3000,
-                     "Largest vocabulary size, special tokens included.")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Lower-case and strip accents before counting (uncased vocabulary).")
-flags.DEFINE_integer("min_frequency", 2,
-                     "Pieces seen fewer times are not learned; characters are always kept.")
-flags.DEFINE_bool("overwrite", False, "Replace existing output files.")
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class VocabOptions:
+  """build_vocab.py's flags."""
+  input_file: str = required(
+      "Comma-separated glob patterns of UTF-8 text files; every line is read as text.")
+  output_file: str = required("Where to write the vocabulary, one token per line.")
+  vocab_size: int = option(3000, "Largest vocabulary size, special tokens included.")
+  do_lower_case: bool = option(
+      True, "Lower-case and strip accents before counting (uncased vocabulary).")
+  min_frequency: int = option(
+      2, "Pieces seen fewer times are not learned; characters are always kept.")
+  overwrite: bool = option(False, "Replace existing output files.")
+
+
+options.define_flags(VocabOptions)
 
 
 def main(_):
   logging.set_verbosity(logging.INFO)
-  vocab_builder.build_vocab_file(
-      FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_size,
-      do_lower_case=FLAGS.do_lower_case, min_frequency=FLAGS.min_frequency,
-      overwrite=FLAGS.overwrite)
+  o = options.from_flags(VocabOptions)
+  vocab_builder.build_vocab_file(o.input_file, o.output_file, o.vocab_size,
+                                 do_lower_case=o.do_lower_case, min_frequency=o.min_frequency,
+                                 overwrite=o.overwrite)
 
 
 if __name__ == "__main__":
-  flags.mark_flags_as_required(["input_file", "output_file"])
   cli.run(main)

@@ -8,37 +8,44 @@ Any checkpoint `modeling.load_checkpoint` reads: Google TF1, HuggingFace, ours.
 
 import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
 
-from absl import flags
+import dataclasses
+from typing import Optional
 
+from cli import options
+from cli.options import option, required
 import tfhub
 
-FLAGS = flags.FLAGS
 
-flags.DEFINE_string("bert_config_file", None,
-                    "bert_config.json (or HF config.json). Default: the one stored with "
-                    "model_checkpoint_path.")
-flags.DEFINE_string("model_checkpoint_path", None,
-                    "The checkpoint to export (Google TF1 / HF / TF2); not for preprocessing.")
-flags.DEFINE_string("export_path", None, "The SavedModel directory to write.")
-flags.DEFINE_enum("export_type", "model", tfhub.EXPORT_TYPES, "What to export.")
-flags.DEFINE_string("vocab_file", None, "The model's vocab.txt, stored in the SavedModel.")
-flags.DEFINE_bool("do_lower_case", None,
-                  "Lower-case input text (uncased models). Default: from the vocab file's path "
-                  "('uncased' or 'cased' in it), else an error.")
-flags.DEFINE_integer("default_seq_length", 128,
-                     "preprocessing: the sequence length of the default call and of "
-                     "bert_pack_inputs without seq_length.")
-flags.DEFINE_bool("overwrite_export", False,
-                  "Replace export_path when it holds a SavedModel written by export_tfhub.")
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ExportOptions:
+  """export_tfhub.py's flags (Model Garden's names)."""
+  bert_config_file: Optional[str] = option(
+      None, "bert_config.json (or HF config.json). Default: the one stored with "
+      "model_checkpoint_path.")
+  model_checkpoint_path: Optional[str] = option(
+      None, "The checkpoint to export (Google TF1 / HF / TF2); not for preprocessing.")
+  export_path: str = required("The SavedModel directory to write.")
+  export_type: str = option("model", "What to export.", choices=tfhub.EXPORT_TYPES)
+  vocab_file: str = required("The model's vocab.txt, stored in the SavedModel.")
+  do_lower_case: Optional[bool] = option(
+      None, "Lower-case input text (uncased models). Default: from the vocab file's path "
+      "('uncased' or 'cased' in it), else an error.")
+  default_seq_length: int = option(
+      128, "preprocessing: the sequence length of the default call and of bert_pack_inputs "
+      "without seq_length.")
+  overwrite_export: bool = option(
+      False, "Replace export_path when it holds a SavedModel written by export_tfhub.")
+
+
+options.define_flags(ExportOptions)
 
 
 def main(_):
-  tfhub.export_saved_model(
-      FLAGS.export_type, FLAGS.export_path, FLAGS.vocab_file, FLAGS.do_lower_case,
-      FLAGS.bert_config_file, FLAGS.model_checkpoint_path, FLAGS.default_seq_length,
-      FLAGS.overwrite_export)
+  o = options.from_flags(ExportOptions)
+  tfhub.export_saved_model(o.export_type, o.export_path, o.vocab_file, o.do_lower_case,
+                           o.bert_config_file, o.model_checkpoint_path, o.default_seq_length,
+                           o.overwrite_export)
 
 
 if __name__ == "__main__":
-  flags.mark_flags_as_required(["export_path", "vocab_file"])
   cli.run(main)

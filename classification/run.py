@@ -7,12 +7,11 @@ TFRecords `train.tf_record` / `eval.tf_record` / `predict.tf_record` in
 output_dir, `eval_results.txt` and `test_results.tsv`; also the model's
 `bert_config.json` beside the checkpoints, so output_dir is an init_checkpoint
 (or a distillation teacher) without --bert_config_file. The task
-(`classification.task`) runs on `training.runner.Runner`: strategies, mixed
+(`classification.task`) runs as a `training.job.FineTuningJob`: strategies, mixed
 precision, XLA, kernels, accumulation, checkpoints and resume in output_dir,
 weights from `init_checkpoint` in any format `modeling.load_checkpoint` reads.
 """
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -27,12 +26,13 @@ from classification import outputs
 from classification import registry
 from classification import tfrecords
 from classification.features import pad_to_batch_multiple
+from classification.options import DataOptions
 from classification.task import ClassifierTask
 from cli import FlagError
+from cli.options import option, required
 from fileio import InputError, atomic_write_text, exists, isdir, open_file
 import modeling
-import tokenization
-from training import runner as runner_lib
+from training import job as job_lib
 from training import runtime
 from training import task as task_lib
 
@@ -42,68 +42,50 @@ TEST_RESULTS = "test_results.tsv"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ClassifierOptions(runtime.RuntimeOptions):
-  """run_classifier's own flags (Google's names and defaults) on top of the runtime's."""
-  task_name: str
-  data_dir: str
-  vocab_file: str
-  output_dir: str
-  bert_config_file: Optional[str] = None
-  init_checkpoint: Optional[str] = None
-  do_lower_case: bool = True
-  max_seq_length: int = 128
-  do_train: bool = False
-  do_eval: bool = False
-  do_predict: bool = False
-  train_batch_size: int = 32
-  eval_batch_size: int = 8
-  predict_batch_size: int = 8
-  learning_rate: float = 5e-5
-  num_train_epochs: float = 3.0
-  warmup_proportion: float = 0.1
-  export_dir: Optional[str] = None
-  overwrite_export: bool = False
-  task_options: dict = dataclasses.field(default_factory=dict)
+class ClassifierOptions(DataOptions, job_lib.FineTuningOptions):
+  """run_classifier.py's flags (Google's names and defaults): the data's, fine-tuning's (the
+  runtime's among them) and these."""
+  output_dir: str = required("Where checkpoints, TFRecords and results are written.")
+  do_eval: bool = option(False, "Whether to run eval on the dev set.")
+  do_predict: bool = option(False, "Whether to run the model on the test set.")
+  eval_batch_size: int = option(8, "Total batch size for eval.")
+  predict_batch_size: int = option(8, "Total batch size for predict.")
+  export_dir: Optional[str] = option(
+      None, "Write a SavedModel here after training (a new or empty directory, outside "
+      "output_dir).")
+  overwrite_export: bool = option(
+      False, "Replace export_dir when it holds a SavedModel written by run_classifier.")
+  aug_train: bool = option(False, "Train on train_aug.tsv (augment_data.py's output) instead "
+                           "of the task's training file.")
+
+  def processor_options(self):
+    """`task_options`, with `aug_train` when set."""
+    return dict(self.task_options, aug_train=True) if self.aug_train else self.task_options
 
   def __post_init__(self):
     super().__post_init__()
     if not (self.do_train or self.do_eval or self.do_predict or self.export_dir):
       raise FlagError("at least one of do_train, do_eval, do_predict or export_dir must be set")
-    for name in ("max_seq_length", "train_batch_size", "eval_batch_size", "predict_batch_size",
-                 "num_train_epochs"):
+    for name in ("max_seq_length", "eval_batch_size", "predict_batch_size"):
       runtime.check_positive(name, getattr(self, name))
-    if self.do_train:
-      runtime.check_positive("learning_rate", self.learning_rate)
-    if not 0.0 <= self.warmup_proportion <= 1.0:
-      raise FlagError(f"--warmup_proportion must be in [0, 1], got {self.warmup_proportion}")
 
 
-class ClassifierRun:
+class ClassifierRun(job_lib.FineTuningJob):
   """One run_classifier invocation: data and the train/eval/predict/export steps."""
 
   def __init__(self, options):
-    self.options = o = options
-    tokenization.validate_case_matches_checkpoint(o.do_lower_case, o.init_checkpoint)
-    self.processor = registry.get_processor(o.task_name, **o.task_options)
+    o = options
+    self.processor = registry.get_processor(o.task_name, **o.processor_options())
     if not isdir(o.data_dir) and (o.do_train or o.do_eval or o.do_predict):
       raise InputError(f"--data_dir {o.data_dir!r} is not a directory")
-    self.config, self.config_source = self.model_config()
-    self.config.check_seq_length(o.max_seq_length)
-    self.tokenizer = tokenization.FullTokenizer(o.vocab_file, do_lower_case=o.do_lower_case)
-    self.tokenizer.check_vocab_size(self.config.vocab_size, self.config_source)
     self.is_regression = bool(getattr(self.processor, "is_regression", False))
-    if o.export_dir:
-      from classification import export  # pylint: disable=import-outside-toplevel
-      export.check_export_dir(o.export_dir, o.output_dir, o.overwrite_export)
-    self.runner = runner_lib.Runner(o, o.output_dir, o.init_checkpoint)
+    super().__init__(options)
     self._train_examples = None
     self._task = None
 
-  def model_config(self):
-    """(the model's BertConfig, what it was read from): bert_config_file, else init_checkpoint's."""
-    o = self.options
-    return (modeling.resolve_config(o.bert_config_file, o.init_checkpoint),
-            o.bert_config_file or o.init_checkpoint)
+  def export_module(self):
+    from classification import export  # pylint: disable=import-outside-toplevel
+    return export
 
   @property
   def strategy(self):
@@ -143,14 +125,15 @@ class ClassifierRun:
       o = self.options
       self._task = ClassifierTask(
           self.config, 1 if self.is_regression else len(self.label_list()), o.max_seq_length,
-          {}, registry.canonical_task_name(o.task_name), self.is_regression, kernels=o.kernels,
+          {mode: os.path.join(o.output_dir, name) for mode, name in RECORD_FILES.items()},
+          registry.canonical_task_name(o.task_name), self.is_regression, kernels=o.kernels,
           seed=o.seed)
     return self._task
 
   def _write_records(self, mode, examples):
     """Writes the mode's TFRecord file unless the cached one was made from the same input."""
     o = self.options
-    path = os.path.join(o.output_dir, RECORD_FILES[mode])
+    path = self.task.record_files[mode]
     digest = hashlib.sha256(json.dumps([
         o.max_seq_length, o.do_lower_case, self.label_list(), _file_digest(o.vocab_file),
         [vars(e) for e in examples]],
@@ -167,7 +150,6 @@ class ClassifierRun:
       tfrecords.file_based_convert_examples_to_features(
           examples, self.label_list(), o.max_seq_length, self.tokenizer, path)
       atomic_write_text(stamp, digest + "\n")
-    self.task.record_files[mode] = path
 
   # ----- steps
 
@@ -178,10 +160,7 @@ class ClassifierRun:
     if self.runner.is_chief:
       modeling.save_config(self.config, o.output_dir, self.config_source)
     examples = self.train_examples()
-    num_train_steps = int(len(examples) / o.train_batch_size * num_train_epochs)
-    if num_train_steps < 1:
-      raise FlagError(f"{len(examples)} examples, train_batch_size {o.train_batch_size} and "
-                      f"{num_train_epochs} epochs give no training step")
+    num_train_steps = self.train_steps(len(examples), num_train_epochs)
     labels_lib.save_label_list(o.output_dir, self.label_list() or [],
                                is_regression=self.is_regression)
     self._write_records(task_lib.TRAIN, examples)
@@ -191,9 +170,7 @@ class ClassifierRun:
 
   def train(self):
     o = self.options
-    num_train_steps = self.prepare_training(o.num_train_epochs)
-    return self.runner.train(self.task, o.train_batch_size, num_train_steps, o.learning_rate,
-                             int(num_train_steps * o.warmup_proportion))
+    return self.train_task(self.task, self.prepare_training(o.num_train_epochs))
 
   def _predict(self, mode, batch_size, task=None, model=None):
     """Stacked model outputs over the mode's record file, in file order.
@@ -251,26 +228,10 @@ class ClassifierRun:
                                      o.vocab_file, o.do_lower_case, o.max_seq_length,
                                      self.label_list(), self.is_regression)
 
-  def run(self):
-    """Runs the requested steps; returns their results keyed train/eval/predict/export."""
-    o = self.options
-    done = {}
-    if o.do_train:
-      done["train"] = self.train()
-    if o.do_eval:
-      done["eval"] = self.evaluate()
-    if o.do_predict:
-      done["predict"] = self.predict()
-    if o.export_dir:
-      done["export"] = self.export()
-    return done
-
 
 def run_classifier(options):
   """Runs `options` (a ClassifierOptions); returns the steps' results."""
-  job = ClassifierRun(options)
-  with contextlib.closing(job.runner):
-    return job.run()
+  return job_lib.run_job(ClassifierRun, options)
 
 
 def _file_digest(path):

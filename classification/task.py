@@ -42,7 +42,7 @@ class ClassifierTask(modeling.BertCheckpointing, task_lib.Task):
     self.bert_config = bert_config
     self.num_labels = num_labels
     self.max_seq_length = max_seq_length
-    self.record_files = record_files  # {mode: TFRecord path}, filled in as they are written
+    self.record_files = dict(record_files)  # {mode: TFRecord path}, written before it is read
     self.task_name = task_name
     self.is_regression = is_regression
     self.kernels = kernels

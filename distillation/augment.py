@@ -52,8 +52,10 @@ import numpy as np
 import tensorflow as tf
 
 from classification import registry
+from classification.options import DataOptions
 from classification.processors import AUG_TRAIN_SPLIT
 from cli import FlagError
+from cli.options import option, required
 import fileio
 from fileio.atomic import name_output
 import modeling
@@ -66,28 +68,31 @@ PROGRESS_INTERVAL = 30.0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class AugmentOptions:
-  """augment_data.py's flags; `task_options` go to the task's processor (as run_classifier's:
-  skip_bad_rows, the generic task's columns)."""
-  task_name: str
-  data_dir: str
-  init_checkpoint: str
-  vocab_file: str
-  output_file: Optional[str] = None
-  overwrite: bool = False
-  bert_config_file: Optional[str] = None
-  do_lower_case: bool = True
-  max_seq_length: int = 128
-  p_t: float = 0.4
-  n_aug: int = 20
-  top_k: int = 15
-  glove_file: Optional[str] = None
-  glove_max_words: int = 100000
-  seed: int = 12345
-  batch_size: int = 64
-  num_shards: int = 1
-  shard_index: int = 0
-  task_options: dict = dataclasses.field(default_factory=dict)
+class AugmentOptions(DataOptions):
+  """augment_data.py's flags: the task's data (`task_options` go to its processor, as
+  run_classifier's) and these."""
+  init_checkpoint: str = required("A BERT checkpoint with its masked-LM head (Google TF1, "
+                                  "HuggingFace or ours).")
+  output_file: Optional[str] = option(
+      None, "Where to write; default: train_aug.tsv beside the training file. With "
+      "--num_shards > 1, -<shard_index>-of-<num_shards> is appended.")
+  overwrite: bool = option(False, "Replace an existing output file.")
+  bert_config_file: Optional[str] = option(
+      None, "bert_config.json (or HF config.json). Default: the one stored with "
+      "init_checkpoint.")
+  p_t: float = option(0.4, "Probability of replacing each word made of letters.")
+  n_aug: int = option(20, "Rewrites of each row.")
+  top_k: int = option(15, "Candidates per word: masked-LM predictions or GloVe neighbours.")
+  glove_file: Optional[str] = option(
+      None, "GloVe vectors in text format (`word v1 ... vd` a line), for words of several "
+      "WordPieces; without it they are kept.")
+  glove_max_words: int = option(
+      100000, "Read the first this many GloVe words (the most frequent); 0: all.")
+  seed: int = option(12345, "Random seed of the replacements.")
+  batch_size: int = option(64, "Masked-LM inputs per forward pass.")
+  num_shards: int = option(1, "Split the work over this many processes...")
+  shard_index: int = option(0, "...of which this is one (0-based): it augments the rows i "
+                            "with i % num_shards == shard_index.")
 
   def __post_init__(self):
     for name in ("n_aug", "top_k", "batch_size", "num_shards"):

@@ -2,11 +2,13 @@
 
 A fine-tuned teacher (run_classifier.py's output) teaches a student on the
 task's training set in two stages, each with its own epochs:
-  intermediate  the layer-wise losses (`distillation.task.DistillationTask`):
+  intermediate  the layer-wise losses (`distillation.layerwise.LayerwiseDistillationTask`):
                 embeddings, hidden states, attention scores;
   prediction    the student classifier on the teacher's logits
                 (`distillation.prediction`).
-Evaluation, prediction and export are run_classifier's, on the student.
+Evaluation, prediction and export are run_classifier's, on the student. The
+options are `distillation.options.TaskDistillOptions`; the teacher is loaded
+and checked by `distillation.teacher`.
 
 Layout of `output_dir`, run_classifier's plus:
   student_init/   bert_config.json + bert_model.ckpt (Google's format) of a
@@ -19,79 +21,31 @@ Layout of `output_dir`, run_classifier's plus:
   distillation_summary.json  teacher and student side by side (with --do_eval).
 """
 
-import contextlib
-import dataclasses
+import functools
 import json
 import os
-import time
 
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from classification.run import ClassifierOptions, ClassifierRun
-from cli import FlagError
+from classification.run import ClassifierRun
 from distillation import layer_map as layer_map_lib
-from distillation.options import DistillOptions, resolve_configs
-from distillation.prediction import PredictionDistillationTask, TeacherError, TeacherTask
+from distillation import teacher as teacher_lib
+from distillation.layerwise import LayerwiseDistillationTask
+from distillation.options import BOTH, INTERMEDIATE, PREDICTION, resolve_configs
+from distillation.prediction import PredictionDistillationTask
 from distillation.student import copy_teacher_layers
-from distillation.task import DistillationTask
+from distillation.teacher import TeacherTask
 from fileio import atomic_write_text
 import modeling
 from modeling import params
 from modeling.config import ConfigError
 import tokenization
-from training import runtime
+from training import job as job_lib
 
-INTERMEDIATE, PREDICTION, BOTH = "intermediate", "prediction", "both"
-STAGES = (INTERMEDIATE, PREDICTION, BOTH)
 STUDENT_INIT = "student_init"
 SUMMARY = "distillation_summary.json"
-# A teacher whose dev accuracy is within this of always answering the most frequent
-# label (or whose Pearson r is below it, for regression) is taken for un-fine-tuned.
-CHANCE_MARGIN = 0.01
-LATENCY_BATCH_SIZES = (1, 32)
-LATENCY_CALLS = 10
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class TaskDistillOptions(ClassifierOptions, DistillOptions):
-  """task_distill.py's flags: run_classifier's task flags, the shared ones and the stages.
-
-  The student is the classifier run_classifier would train: its config and
-  weights come from the --student_* flags (`bert_config_file`,
-  `init_checkpoint` and `num_train_epochs` are not used).
-  """
-  stage: str = BOTH
-  intermediate_epochs: float = 10.0
-  prediction_epochs: float = 3.0
-  temperature: float = 1.0
-  check_teacher: bool = True
-
-  def __post_init__(self):
-    super().__post_init__()
-    if self.stage not in STAGES:
-      raise FlagError(f"--stage must be one of {', '.join(STAGES)}, got {self.stage!r}")
-    for name in ("intermediate_epochs", "prediction_epochs", "temperature"):
-      runtime.check_positive(name, getattr(self, name))
-    self.check_output_dir(self.output_dir)
-    if self.stage == INTERMEDIATE and (self.do_eval or self.do_predict or self.export_dir):
-      raise FlagError("--stage=intermediate trains no classifier layer: run --stage=prediction "
-                      "in the same output_dir before --do_eval, --do_predict or --export_dir")
-
-
-def latency_ms(model, seq_length, batch_size, calls=LATENCY_CALLS):
-  """Median milliseconds of `model`'s forward pass on one [batch_size, seq_length] batch."""
-  features = {name: tf.ones([batch_size, seq_length], tf.int32)
-              for name in modeling.INPUT_NAMES}
-  forward = tf.function(lambda x: model(x, training=False))
-  np.asarray(forward(features))  # traces
-  times = []
-  for _ in range(calls):
-    start = time.perf_counter()
-    np.asarray(forward(features))
-    times.append(time.perf_counter() - start)
-  return 1000 * float(np.median(times))
 
 
 class TaskDistillRun(ClassifierRun):
@@ -101,17 +55,31 @@ class TaskDistillRun(ClassifierRun):
     self._teacher_model = self._teacher_task = self._teacher_dev = None  # built when needed
     super().__init__(options)
 
-  def model_config(self):
-    """The student's config (and its source); the teacher's is kept in `teacher_config`."""
+  @functools.cached_property
+  def configs(self):
+    """(teacher config, student config, the teacher layers the student is made of or None)."""
     o = self.options
     tokenization.validate_case_matches_checkpoint(o.do_lower_case, o.teacher_init_checkpoint)
-    self.teacher_config, student_config, self.teacher_layers = resolve_configs(o)
-    self.teacher_config.check_seq_length(o.max_seq_length)
-    if student_config.vocab_size != self.teacher_config.vocab_size:
+    teacher_config, student_config, teacher_layers = resolve_configs(o)
+    teacher_config.check_seq_length(o.max_seq_length)
+    if student_config.vocab_size != teacher_config.vocab_size:
       raise ConfigError(f"the student's vocab_size {student_config.vocab_size} differs from the "
-                        f"teacher's {self.teacher_config.vocab_size}: both read the same ids")
-    return student_config, (o.student_bert_config_file or o.student_init_checkpoint
-                            or o.teacher_bert_config_file or o.teacher_init_checkpoint)
+                        f"teacher's {teacher_config.vocab_size}: both read the same ids")
+    return teacher_config, student_config, teacher_layers
+
+  @property
+  def teacher_config(self):
+    return self.configs[0]
+
+  @property
+  def teacher_layers(self):
+    return self.configs[2]
+
+  def model_config(self):
+    """The student's config and its source."""
+    o = self.options
+    return self.configs[1], (o.student_bert_config_file or o.student_init_checkpoint
+                             or o.teacher_bert_config_file or o.teacher_init_checkpoint)
 
   def _classifier_kwargs(self, config):
     task = self.task
@@ -145,16 +113,8 @@ class TaskDistillRun(ClassifierRun):
   def check_teacher(self):
     """TeacherError when the teacher does no better on dev than a constant answer."""
     _, labels, results = self.teacher_dev()
-    if self.is_regression:
-      score, chance, what = results.get("eval_pearson", 0.0), CHANCE_MARGIN, "Pearson r"
-    else:
-      score, what = results["eval_accuracy"], "accuracy"
-      chance = np.bincount(labels.astype(np.int64)).max() / len(labels) + CHANCE_MARGIN
-    if not score > chance:
-      raise TeacherError(
-          f"the teacher {self.options.teacher_init_checkpoint} looks un-fine-tuned: dev {what} "
-          f"{score:.4f}, no better than {chance:.4f} (a constant answer). Fine-tune it with "
-          "run_classifier.py first, or pass --nocheck_teacher to distill it anyway")
+    teacher_lib.check_better_than_chance(results, labels, self.is_regression,
+                                         self.options.teacher_init_checkpoint)
 
   # ----- training
 
@@ -179,7 +139,7 @@ class TaskDistillRun(ClassifierRun):
       self.check_teacher()
     if self.teacher_layers and self.runner.is_chief:
       self.write_student_init()
-    done = {}
+    scalars = {}
     intermediate_dir = os.path.join(o.output_dir, INTERMEDIATE)
     if o.stage in (INTERMEDIATE, BOTH):
       steps = self.prepare_training(o.intermediate_epochs)
@@ -192,9 +152,8 @@ class TaskDistillRun(ClassifierRun):
           teacher_checkpoint=o.teacher_init_checkpoint, student_config=self.config,
           layer_map=mapped, weights=o.loss_weights(), projection=o.projection,
           teacher_layers=self.teacher_layers, kernels=o.kernels)
-      done[INTERMEDIATE] = self.runner.train(
-          task, o.train_batch_size, steps, o.learning_rate, int(steps * o.warmup_proportion),
-          output_dir=intermediate_dir, init_checkpoint=o.student_init_checkpoint)
+      scalars[INTERMEDIATE] = self.train_task(task, steps, output_dir=intermediate_dir,
+                                              init_checkpoint=o.student_init_checkpoint)
     if o.stage in (PREDICTION, BOTH):
       steps = self.prepare_training(o.prediction_epochs)
       start = tf.train.latest_checkpoint(intermediate_dir) or o.student_init_checkpoint
@@ -202,10 +161,8 @@ class TaskDistillRun(ClassifierRun):
       task = PredictionDistillationTask(
           self.teacher_config, o.teacher_init_checkpoint, o.temperature, self.teacher_layers,
           **self._classifier_kwargs(self.config))
-      done[PREDICTION] = self.runner.train(
-          task, o.train_batch_size, steps, o.learning_rate, int(steps * o.warmup_proportion),
-          init_checkpoint=start)
-    return done
+      scalars[PREDICTION] = self.train_task(task, steps, init_checkpoint=start)
+    return scalars
 
   # ----- evaluation
 
@@ -220,7 +177,8 @@ class TaskDistillRun(ClassifierRun):
     return results
 
   def write_summary(self, student_logits, student_results):
-    """output_dir/distillation_summary.json: size, work, dev metrics, agreement, latency."""
+    """output_dir/distillation_summary.json: size, work, dev metrics, agreement (speed:
+    bench/distillation.py)."""
     o = self.options
     teacher_logits, _, teacher_results = self.teacher_dev()
     summary = {}
@@ -230,32 +188,26 @@ class TaskDistillRun(ClassifierRun):
       summary[name] = {
           "parameters": params.count_model_parameters(model)["total"],
           "forward_flops": params.forward_flops(config, o.max_seq_length),
-          "dev": {k: float(v) for k, v in results.items() if k != "global_step"},
-          "latency_ms": {f"batch_{b}": latency_ms(model, o.max_seq_length, b)
-                         for b in LATENCY_BATCH_SIZES}}
+          "dev": {k: float(v) for k, v in results.items() if k != "global_step"}}
     if not self.is_regression:
       summary["agreement"] = float(np.mean(student_logits.argmax(-1) ==
                                            teacher_logits.argmax(-1)))
-    summary["latency"] = (f"in-process Keras forward passes at max_seq_length {o.max_seq_length}, "
-                          f"median of {LATENCY_CALLS}")
     path = os.path.join(o.output_dir, SUMMARY)
     atomic_write_text(path, json.dumps(summary, indent=2) + "\n")
     logging.info("Distillation summary (%s):\n%s", path, json.dumps(summary, indent=2))
 
 
-class _IntermediateTask(DistillationTask):
-  """The layer-wise losses on a classifier task's records (`data`: its ClassifierTask)."""
+class _IntermediateTask(LayerwiseDistillationTask):
+  """The layer-wise losses on the records of `classifier_task` (a ClassifierTask)."""
 
-  def __init__(self, data, **kwargs):
+  def __init__(self, classifier_task, **kwargs):
     super().__init__(**kwargs)
-    self.data = data
+    self.classifier_task = classifier_task
 
   def dataset_fn(self, mode, batch_size):
-    return self.data.dataset_fn(mode, batch_size)
+    return self.classifier_task.dataset_fn(mode, batch_size)
 
 
 def run_task_distill(options):
-  """Runs `options` (a TaskDistillOptions); returns the steps' results."""
-  job = TaskDistillRun(options)
-  with contextlib.closing(job.runner):
-    return job.run()
+  """Runs `options` (a `distillation.options.TaskDistillOptions`); returns the steps' results."""
+  return job_lib.run_job(TaskDistillRun, options)

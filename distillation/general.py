@@ -13,36 +13,41 @@ Layout of `output_dir`:
   events.out.tfevents.*             TensorBoard scalars, one per loss term.
 """
 
-import contextlib
 import dataclasses
+
 from absl import logging
 import tensorflow as tf
 
 from cli import FlagError
+from cli.options import option, required
 from distillation import layer_map as layer_map_lib
 from distillation.options import DistillOptions, resolve_configs
-from distillation.task import DistillationTask
+from distillation.layerwise import LayerwiseDistillationTask
 from fileio import resolve_input_files
 import modeling
 from pretraining import inputs as pretraining_inputs
 from pretraining_data import features as features_lib
 from training import inputs
-from training import runner as runner_lib
+from training import job as job_lib
 from training import runtime
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class GeneralDistillOptions(DistillOptions):
-  """general_distill.py's own flags on top of the shared ones."""
-  input_file: str
-  output_dir: str
-  max_seq_length: int = 128
-  max_predictions_per_seq: int = 20
-  restore_masked_tokens: bool = True
-  train_batch_size: int = 32
-  learning_rate: float = 5e-5
-  num_train_steps: int = 100000
-  num_warmup_steps: int = 10000
+  """general_distill.py's flags: the shared ones (teacher, student, losses, runtime) and these."""
+  input_file: str = required(
+      "Input TF example files (can be a glob or comma separated), as "
+      "create_pretraining_data.py writes them.")
+  output_dir: str = required("Where the student's checkpoints are written.")
+  max_seq_length: int = option(128, "The records' max_seq_length.")
+  max_predictions_per_seq: int = option(20, "The records' max_predictions_per_seq.")
+  restore_masked_tokens: bool = option(
+      True, "Put the original tokens back at the masked positions (TinyBERT's choice), so "
+      "both models read the original text.")
+  train_batch_size: int = option(32, "Total batch size for training.")
+  learning_rate: float = option(5e-5, "The initial learning rate for Adam.")
+  num_train_steps: int = option(100000, "Number of training steps.")
+  num_warmup_steps: int = option(10000, "Number of warmup steps.")
 
   def __post_init__(self):
     super().__post_init__()
@@ -67,8 +72,8 @@ def restore_masked_tokens(features):
   return dict(features, input_ids=input_ids)
 
 
-class GeneralDistillationTask(DistillationTask):
-  """`DistillationTask` on pre-training records (`dynamic`: without masked-LM features)."""
+class GeneralDistillationTask(LayerwiseDistillationTask):
+  """`LayerwiseDistillationTask` on pre-training records (`dynamic`: without masked-LM features)."""
 
   def __init__(self, files, max_predictions_per_seq, dynamic, restore, seed=None, **kwargs):
     super().__init__(**kwargs)
@@ -89,34 +94,49 @@ class GeneralDistillationTask(DistillationTask):
                                                    num_parallel_calls=tf.data.AUTOTUNE)
 
 
+class GeneralDistillJob(job_lib.Job):
+  """general_distill.py: one step, training the student on the input files."""
+
+  def __init__(self, options):
+    self.options = o = options
+    o.check_output_dir(o.output_dir)
+    self.teacher_config, self.student_config, self.teacher_layers = resolve_configs(o)
+    for config in (self.teacher_config, self.student_config):
+      config.check_seq_length(o.max_seq_length)
+    self.layer_map = layer_map_lib.layer_map(o.layer_map, self.student_config.num_hidden_layers,
+                                             self.teacher_config.num_hidden_layers)
+    super().__init__(options, o.student_init_checkpoint)
+    self.task = None
+
+  def steps(self):
+    return [("train", "train")]
+
+  def check_inputs(self):
+    """Checks the records against the flags and the teacher; builds the task."""
+    o = self.options
+    files = resolve_input_files(o.input_file)
+    dynamic = pretraining_inputs.check_records(files, o.max_seq_length,
+                                               o.max_predictions_per_seq, self.teacher_config)
+    if self.runner.is_chief:
+      modeling.save_config(self.student_config, o.output_dir, "the student's config")
+    self.task = GeneralDistillationTask(
+        files, o.max_predictions_per_seq, dynamic, o.restore_masked_tokens, o.seed,
+        teacher_config=self.teacher_config, teacher_checkpoint=o.teacher_init_checkpoint,
+        student_config=self.student_config, layer_map=self.layer_map,
+        weights=o.loss_weights(), projection=o.projection, teacher_layers=self.teacher_layers,
+        seq_length=o.max_seq_length, kernels=o.kernels)
+
+  def train(self):
+    logging.info("General distillation: student layer m learns from teacher layer %s%s",
+                 ", ".join(f"{m}<-{t}" for m, t in enumerate(self.layer_map)),
+                 f"; the student is made of teacher layers {self.teacher_layers}"
+                 if self.teacher_layers else "")
+    return self.train_task(self.task, self.options.num_train_steps)
+
+
 def run(options):
   """Distills as the options say; returns the last logged scalars (loss and each term).
 
   Raises cli.UserError subclasses for what the user can fix.
   """
-  o = options
-  o.check_output_dir(o.output_dir)
-  teacher_config, student_config, teacher_layers = resolve_configs(o)
-  for config in (teacher_config, student_config):
-    config.check_seq_length(o.max_seq_length)
-  mapped = layer_map_lib.layer_map(o.layer_map, student_config.num_hidden_layers,
-                                   teacher_config.num_hidden_layers)
-  task_kwargs = dict(
-      teacher_config=teacher_config, teacher_checkpoint=o.teacher_init_checkpoint,
-      student_config=student_config, layer_map=mapped, weights=o.loss_weights(),
-      projection=o.projection, teacher_layers=teacher_layers, seq_length=o.max_seq_length,
-      kernels=o.kernels)
-  with contextlib.closing(runner_lib.Runner(o, o.output_dir, o.student_init_checkpoint)) as runner:
-    files = resolve_input_files(o.input_file)
-    dynamic = pretraining_inputs.check_records(files, o.max_seq_length,
-                                               o.max_predictions_per_seq, teacher_config)
-    if runner.is_chief:
-      modeling.save_config(student_config, o.output_dir, "the student's config")
-    task = GeneralDistillationTask(files, o.max_predictions_per_seq, dynamic,
-                                   o.restore_masked_tokens, o.seed, **task_kwargs)
-    logging.info("General distillation: student layer m learns from teacher layer %s%s",
-                 ", ".join(f"{m}<-{t}" for m, t in enumerate(mapped)),
-                 f"; the student is made of teacher layers {teacher_layers}"
-                 if teacher_layers else "")
-    return runner.train(task, o.train_batch_size, o.num_train_steps, o.learning_rate,
-                        o.num_warmup_steps)
+  return job_lib.run_job(GeneralDistillJob, options)["train"]

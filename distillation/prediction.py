@@ -12,32 +12,11 @@ import tensorflow as tf
 import tf_keras as keras
 
 from classification.task import ClassifierTask
-from cli import UserError
 from distillation import losses
 from distillation.student import copy_teacher_layers
+from distillation.teacher import load_teacher
 import modeling
 from modeling.encoder import encoder_inputs
-
-
-class TeacherError(UserError):
-  """A teacher that cannot teach the task."""
-
-
-def load_teacher(classifier, path):
-  """Loads a fine-tuned classifier's weights into `classifier`; TeacherError without its head."""
-  report = modeling.load_checkpoint(classifier, path)
-  if report.heads_absent:
-    raise TeacherError(f"--teacher_init_checkpoint {path} has no classifier output layer "
-                       "(output_weights, output_bias): it is not fine-tuned on a task. "
-                       "Fine-tune it with run_classifier.py and pass that run's output_dir")
-  return report
-
-
-class TeacherTask(ClassifierTask):
-  """The teacher as a classifier on the run's records: its dev logits."""
-
-  def load_weights(self, model, path):
-    return load_teacher(model, path).summary()
 
 
 class PredictionDistillationTask(ClassifierTask):

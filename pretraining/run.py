@@ -11,43 +11,54 @@ Layout of `output_dir` (one story for every consumer):
   eval_results.txt                  Google's eval keys (do_eval).
 """
 
-import contextlib
 import dataclasses
 from typing import Optional
 
 from absl import logging
 
 from cli import FlagError
+from cli.options import option, required
 from fileio import resolve_input_files
 import modeling
 from pretraining import dynamic_masking, inputs
 from pretraining.task import PretrainingTask
-from training import runner as runner_lib
 import tokenization
+from training import job as job_lib
 from training import runtime
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PretrainingOptions(runtime.RuntimeOptions):
-  """run_pretraining.py's own flags (Google's names and defaults) on top of the runtime's."""
-  input_file: str
-  output_dir: str
-  bert_config_file: Optional[str] = None  # default: the one stored with init_checkpoint
-  init_checkpoint: Optional[str] = None
-  max_seq_length: int = 128
-  max_predictions_per_seq: int = 20
-  do_train: bool = False
-  do_eval: bool = False
-  train_batch_size: int = 32
-  eval_batch_size: int = 8
-  learning_rate: float = 5e-5
-  num_train_steps: int = 100000
-  num_warmup_steps: int = 10000
-  max_eval_steps: int = 100
+  """run_pretraining.py's flags (Google's names and defaults) on top of the runtime's."""
+  input_file: str = required(
+      "Input TF example files (can be a glob or comma separated).")
+  output_dir: str = required(
+      "The output directory where the model checkpoints will be written.")
+  bert_config_file: Optional[str] = option(
+      None, "bert_config.json (or HF config.json). Default: the one stored with "
+      "init_checkpoint (e.g. an HF directory's config.json).")
+  init_checkpoint: Optional[str] = option(
+      None, "Initial checkpoint (Google TF1, HuggingFace or ours); only used when output_dir "
+      "has no checkpoint yet.")
+  max_seq_length: int = option(128, "The maximum total input sequence length after WordPiece "
+                               "tokenization; must match the data.")
+  max_predictions_per_seq: int = option(
+      20, "Maximum number of masked LM predictions per sequence; must match the data.")
+  do_train: bool = option(False, "Whether to run training.")
+  do_eval: bool = option(False, "Whether to run eval on the dev set.")
+  train_batch_size: int = option(32, "Total batch size for training.")
+  eval_batch_size: int = option(8, "Total batch size for eval.")
+  learning_rate: float = option(5e-5, "The initial learning rate for Adam.")
+  num_train_steps: int = option(100000, "Number of training steps.")
+  num_warmup_steps: int = option(10000, "Number of warmup steps.")
+  max_eval_steps: int = option(100, "Maximum number of eval steps.")
   # Dynamic-masking records only (create_pretraining_data.py --dynamic_masking).
-  vocab_file: Optional[str] = None
-  masked_lm_prob: float = 0.15
-  do_whole_word_mask: bool = False
+  vocab_file: Optional[str] = option(
+      None, "Records written with --dynamic_masking: the vocabulary they were made with.")
+  masked_lm_prob: float = option(
+      0.15, "Records written with --dynamic_masking: the share of tokens to mask.")
+  do_whole_word_mask: bool = option(
+      False, "Records written with --dynamic_masking: mask whole words.")
 
   def __post_init__(self):
     super().__post_init__()
@@ -78,32 +89,45 @@ def _masker(options, bert_config, first_file):
                                        options.masked_lm_prob, options.do_whole_word_mask)
 
 
+class PretrainingJob(job_lib.Job):
+  """run_pretraining.py: train and/or evaluate the pre-training task on the input files."""
+
+  def __init__(self, options):
+    self.options = options
+    self.bert_config = modeling.resolve_config(options.bert_config_file,
+                                               options.init_checkpoint)
+    super().__init__(options, options.init_checkpoint)
+    self.task = None
+
+  def check_inputs(self):
+    """Checks the records against the flags and the config; builds the task."""
+    o = self.options
+    files = resolve_input_files(o.input_file)
+    dynamic = inputs.check_records(files, o.max_seq_length, o.max_predictions_per_seq,
+                                   self.bert_config)
+    logging.info("%d input file(s): %s%s", len(files), files[0], ", ..." if len(files) > 1 else "")
+    masker = _masker(o, self.bert_config, files[0]) if dynamic else None
+    if not dynamic and (o.do_whole_word_mask or o.masked_lm_prob != 0.15):
+      raise FlagError(f"--do_whole_word_mask and --masked_lm_prob apply to records written with "
+                      f"--dynamic_masking; {files[0]} holds masked records")
+    if self.runner.is_chief:
+      modeling.save_config(self.bert_config, o.output_dir)
+    self.task = PretrainingTask(self.bert_config, files, o.max_seq_length,
+                                o.max_predictions_per_seq, kernels=o.kernels, seed=o.seed,
+                                masker=masker)
+
+  def train(self):
+    return self.train_task(self.task, self.options.num_train_steps)
+
+  def evaluate(self):
+    return self.runner.evaluate(self.task, self.options.eval_batch_size,
+                                self.options.max_eval_steps)
+
+
 def run(options):
   """Trains and/or evaluates as the options say; returns {'train': scalars, 'eval': results}.
 
   Raises cli.UserError subclasses for what the user can fix (flags, input
   files, configs, checkpoints, a non-finite loss).
   """
-  bert_config = modeling.resolve_config(options.bert_config_file, options.init_checkpoint)
-  with contextlib.closing(runner_lib.Runner(options, options.output_dir,
-                                            options.init_checkpoint)) as runner:
-    files = resolve_input_files(options.input_file)
-    dynamic = inputs.check_records(files, options.max_seq_length,
-                                   options.max_predictions_per_seq, bert_config)
-    logging.info("%d input file(s): %s%s", len(files), files[0], ", ..." if len(files) > 1 else "")
-    masker = _masker(options, bert_config, files[0]) if dynamic else None
-    if not dynamic and (options.do_whole_word_mask or options.masked_lm_prob != 0.15):
-      raise FlagError(f"--do_whole_word_mask and --masked_lm_prob apply to records written with "
-                      f"--dynamic_masking; {files[0]} holds masked records")
-    if runner.is_chief:
-      modeling.save_config(bert_config, options.output_dir)
-    task = PretrainingTask(bert_config, files, options.max_seq_length,
-                           options.max_predictions_per_seq, kernels=options.kernels,
-                           seed=options.seed, masker=masker)
-    results = {}
-    if options.do_train:
-      results["train"] = runner.train(task, options.train_batch_size, options.num_train_steps,
-                                      options.learning_rate, options.num_warmup_steps)
-    if options.do_eval:
-      results["eval"] = runner.evaluate(task, options.eval_batch_size, options.max_eval_steps)
-    return results
+  return job_lib.run_job(PretrainingJob, options)

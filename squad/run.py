@@ -10,11 +10,10 @@ Google: when the predict file has answers, the official metrics go to
 v2.0 in one run (predict, find the official best_f1_thresh over null_odds,
 write the predictions with it: no second pass of the model), and
 `export_dir` gets a SavedModel that answers raw-text questions (`squad.export`;
-with the tuned threshold when there is one). The task (`squad.task`) runs on
-`training.runner.Runner`.
+with the tuned threshold when there is one). The task (`squad.task`) runs as a
+`training.job.FineTuningJob`.
 """
 
-import contextlib
 import dataclasses
 import math
 import os
@@ -25,15 +24,14 @@ from typing import Optional
 from absl import logging
 
 from cli import FlagError
-import modeling
+from cli.options import option, required
 from squad import evaluation
 from squad import predictions as predictions_lib
 from squad import records
 from squad.examples import examples_from_dataset, read_squad_examples, read_squad_file
 from squad.features import convert_examples_to_features
 from squad.task import SquadTask
-import tokenization
-from training import runner as runner_lib
+from training import job as job_lib
 from training import runtime
 from training import task as task_lib
 
@@ -43,33 +41,38 @@ TRAIN_SHUFFLE_SEED = 12345  # Google's random.Random(12345) over the training ex
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadOptions(runtime.RuntimeOptions):
-  """run_squad's own flags (Google's names and defaults) on top of the runtime's."""
-  vocab_file: str
-  output_dir: str
-  bert_config_file: Optional[str] = None
-  train_file: Optional[str] = None
-  predict_file: Optional[str] = None
-  init_checkpoint: Optional[str] = None
-  do_lower_case: bool = True
-  max_seq_length: int = 384
-  doc_stride: int = 128
-  max_query_length: int = 64
-  do_train: bool = False
-  do_predict: bool = False
-  train_batch_size: int = 32
-  predict_batch_size: int = 8
-  learning_rate: float = 5e-5
-  num_train_epochs: float = 3.0
-  warmup_proportion: float = 0.1
-  n_best_size: int = 20
-  max_answer_length: int = 30
-  verbose_logging: bool = False
-  version_2_with_negative: bool = False
-  null_score_diff_threshold: float = 0.0
-  tune_null_threshold: bool = False
-  export_dir: Optional[str] = None
-  overwrite_export: bool = False
+class SquadOptions(job_lib.FineTuningOptions):
+  """run_squad.py's flags (Google's names and defaults): fine-tuning's (the runtime's among
+  them) and these."""
+  vocab_file: str = required("The vocabulary file the model was trained on.")
+  output_dir: str = required("Where checkpoints, TFRecords and predictions go.")
+  train_file: Optional[str] = option(None, "SQuAD json for training, e.g. train-v1.1.json.")
+  predict_file: Optional[str] = option(
+      None, "SQuAD json for predictions, e.g. dev-v1.1.json or test-v1.1.json.")
+  do_lower_case: bool = option(True, "Lower-case the input (uncased models).")
+  max_seq_length: int = option(384, "Maximum total sequence length after WordPiece.")
+  doc_stride: int = option(128, "How many tokens apart the windows over a long document start.")
+  max_query_length: int = option(
+      64, "Question tokens kept; longer questions are truncated to this length.")
+  do_predict: bool = option(False, "Whether to run predictions on predict_file.")
+  predict_batch_size: int = option(8, "Total batch size for predictions.")
+  n_best_size: int = option(
+      20, "n-best predictions to keep per question in nbest_predictions.json.")
+  max_answer_length: int = option(30, "Longest answer, in WordPiece tokens.")
+  verbose_logging: bool = option(
+      False, "Log why a prediction could not be aligned to the original text.")
+  version_2_with_negative: bool = option(
+      False, "SQuAD 2.0: some questions have no answer in the context.")
+  null_score_diff_threshold: float = option(
+      0.0, "Predict no answer when null score - best non-null score > this.")
+  tune_null_threshold: bool = option(
+      False, "v2 with answers in predict_file: write the predictions with the threshold that "
+      "gives the official best F1 there (Google's README recipe in one run).")
+  export_dir: Optional[str] = option(
+      None, "Write a SavedModel that answers raw-text questions here after training and "
+      "predicting (a new or empty directory, outside output_dir).")
+  overwrite_export: bool = option(
+      False, "Replace export_dir when it holds a SavedModel written by run_squad.")
 
   def __post_init__(self):
     super().__post_init__()
@@ -80,13 +83,9 @@ class SquadOptions(runtime.RuntimeOptions):
       raise FlagError("If `do_train` is True, then `train_file` must be specified.")
     if self.do_predict and not self.predict_file:
       raise FlagError("If `do_predict` is True, then `predict_file` must be specified.")
-    for name in ("max_seq_length", "doc_stride", "max_query_length", "train_batch_size",
-                 "predict_batch_size", "num_train_epochs", "n_best_size", "max_answer_length"):
+    for name in ("max_seq_length", "doc_stride", "max_query_length", "predict_batch_size",
+                 "n_best_size", "max_answer_length"):
       runtime.check_positive(name, getattr(self, name))
-    if self.do_train:
-      runtime.check_positive("learning_rate", self.learning_rate)
-    if not 0.0 <= self.warmup_proportion <= 1.0:
-      raise FlagError(f"--warmup_proportion must be in [0, 1], got {self.warmup_proportion}")
     if self.tune_null_threshold and not self.version_2_with_negative:
       raise FlagError("--tune_null_threshold is for --version_2_with_negative")
     if self.max_seq_length <= self.max_query_length + 3:
@@ -94,23 +93,22 @@ class SquadOptions(runtime.RuntimeOptions):
                       f"max_query_length ({self.max_query_length}) + 3")
 
 
-class SquadRun:
+class SquadRun(job_lib.FineTuningJob):
   """One run_squad invocation: train, predict (and evaluate when answers are known), export."""
 
   def __init__(self, options):
-    self.options = o = options
-    tokenization.validate_case_matches_checkpoint(o.do_lower_case, o.init_checkpoint)
-    self.config = modeling.resolve_config(o.bert_config_file, o.init_checkpoint)
-    self.config.check_seq_length(o.max_seq_length)
-    self.tokenizer = tokenization.FullTokenizer(o.vocab_file, do_lower_case=o.do_lower_case)
-    self.tokenizer.check_vocab_size(self.config.vocab_size,
-                                    o.bert_config_file or o.init_checkpoint)
-    if o.export_dir:
-      from squad import export  # pylint: disable=import-outside-toplevel
-      export.check_export_dir(o.export_dir, o.output_dir, o.overwrite_export)
+    super().__init__(options)
+    o = self.options
     self.null_score_diff_threshold = o.null_score_diff_threshold  # tune_null_threshold sets it
-    self.runner = runner_lib.Runner(o, o.output_dir, o.init_checkpoint)
-    self.task = SquadTask(self.config, o.max_seq_length, {}, kernels=o.kernels, seed=o.seed)
+    self.task = SquadTask(self.config, o.max_seq_length,
+                          {mode: os.path.join(o.output_dir, name)
+                           for mode, name in RECORD_FILES.items()},
+                          kernels=o.kernels, seed=o.seed)
+    self.predict_input = None
+
+  def export_module(self):
+    from squad import export  # pylint: disable=import-outside-toplevel
+    return export
 
   def _features(self, mode, examples):
     """Converts `examples` and writes the mode's TFRecord file; returns the features."""
@@ -118,9 +116,7 @@ class SquadRun:
     is_training = mode == task_lib.TRAIN
     features = convert_examples_to_features(examples, self.tokenizer, o.max_seq_length,
                                             o.doc_stride, o.max_query_length, is_training)
-    path = os.path.join(o.output_dir, RECORD_FILES[mode])
-    records.write_features(features, path, is_training)
-    self.task.record_files[mode] = path
+    records.write_features(features, self.task.record_files[mode], is_training)
     return features
 
   def train(self):
@@ -132,19 +128,20 @@ class SquadRun:
     if not examples:
       raise FlagError(f"no training examples in {o.train_file}")
     random.Random(TRAIN_SHUFFLE_SEED).shuffle(examples)
-    num_train_steps = int(len(examples) / o.train_batch_size * o.num_train_epochs)
-    if num_train_steps < 1:
-      raise FlagError(f"{len(examples)} examples, train_batch_size {o.train_batch_size} and "
-                      f"num_train_epochs {o.num_train_epochs} give no training step")
+    num_train_steps = self.train_steps(len(examples), o.num_train_epochs)
     features = self._features(task_lib.TRAIN, examples)
     logging.info("***** Running training *****\n  Num orig examples = %d\n"
                  "  Num split examples = %d\n  Batch size = %d\n  Num steps = %d",
                  len(examples), len(features), o.train_batch_size, num_train_steps)
-    return self.runner.train(self.task, o.train_batch_size, num_train_steps, o.learning_rate,
-                             int(num_train_steps * o.warmup_proportion))
+    return self.train_task(self.task, num_train_steps)
+
+  def check_inputs(self):
+    """Reads predict_file (`read_predict_file`) before any training."""
+    if self.options.do_predict:
+      self.predict_input = self.read_predict_file()
 
   def read_predict_file(self):
-    """(dataset, examples, has_answers) of predict_file, checked before any training."""
+    """(dataset, examples, has_answers) of predict_file."""
     o = self.options
     dataset = read_squad_file(o.predict_file)
     examples, _ = examples_from_dataset(dataset, o.predict_file, False,
@@ -157,14 +154,13 @@ class SquadRun:
                       f"{o.predict_file} has none")
     return dataset, examples, has_answers
 
-  def predict(self, predict_input):
+  def predict(self):
     """Writes Google's prediction files; returns ({id: answer}, evaluation results or None).
 
-    `predict_input` is `read_predict_file()`'s. When predict_file has answers,
-    the official metrics go to eval_results.txt.
+    When predict_file has answers, the official metrics go to eval_results.txt.
     """
     o = self.options
-    dataset, examples, has_answers = predict_input
+    dataset, examples, has_answers = self.predict_input
     features = self._features(task_lib.PREDICT, examples)
     logging.info("***** Running predictions *****\n  Num orig examples = %d\n"
                  "  Num split examples = %d\n  Batch size = %d",
@@ -246,22 +242,7 @@ class SquadRun:
         o.max_seq_length, o.doc_stride, o.max_query_length, o.max_answer_length,
         o.version_2_with_negative, self.null_score_diff_threshold, o.n_best_size)
 
-  def run(self):
-    """Runs the requested steps; returns their results keyed train/predict/export."""
-    o = self.options
-    done = {}
-    predict_input = self.read_predict_file() if o.do_predict else None
-    if o.do_train:
-      done["train"] = self.train()
-    if o.do_predict:
-      done["predict"] = self.predict(predict_input)
-    if o.export_dir:
-      done["export"] = self.export()
-    return done
-
 
 def run_squad(options):
   """Runs `options` (a SquadOptions); returns the steps' results."""
-  job = SquadRun(options)
-  with contextlib.closing(job.runner):
-    return job.run()
+  return job_lib.run_job(SquadRun, options)

@@ -29,7 +29,7 @@ class SquadTask(modeling.BertCheckpointing, task_lib.Task):
   def __init__(self, bert_config, max_seq_length, record_files, kernels="fused", seed=None):
     self.bert_config = bert_config
     self.max_seq_length = max_seq_length
-    self.record_files = record_files  # {mode: TFRecord path}, filled in as they are written
+    self.record_files = dict(record_files)  # {mode: TFRecord path}, written before it is read
     self.kernels = kernels
     self.seed = seed
 

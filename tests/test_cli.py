@@ -1,5 +1,5 @@
-"""The scripts' shared contract: a user error is one line and exit 1, Ctrl-C exit 130, and
-`--help` lists the runtime flags with each trainer script's own."""
+"""The scripts' shared contract: a user error is one line and exit 1, Ctrl-C exit 130 (their
+flags and --help: test_cli_options.py)."""
 
 import os
 import platform
@@ -120,26 +120,3 @@ def test_a_healthy_tensorflow_run_prints_no_error_level_line(tmp_path):
                        check=False)
   assert (out.returncode, out.stdout) == (0, "6\n"), out.stderr[-3000:]
   assert not re.findall(r"^E\d{4} .*", out.stderr, re.M)
-
-
-RUNTIME_FLAGS = ("--distribution_strategy", "--dtype", "--use_xla", "--kernels", "--optimizer",
-                 "--gradient_accumulation_steps", "--iterations_per_loop",
-                 "--save_checkpoints_steps", "--keep_checkpoint_max", "--log_steps", "--seed",
-                 "--use_tpu", "--tpu_name")
-
-
-@pytest.mark.parametrize("script, own", [
-    ("run_pretraining.py", ("--bert_config_file", "--max_predictions_per_seq")),
-    ("run_classifier.py", ("--bert_config_file", "--warmup_proportion", "--text_a_column")),
-    ("general_distill.py", ("--student_bert_config_file", "--attention_loss_weight")),
-    ("task_distill.py", ("--teacher_init_checkpoint", "--layer_map", "--stage",
-                         "--warmup_proportion", "--text_a_column"))])
-def test_help_lists_the_runtime_flags(script, own):
-  """The script's own flags, the shared ones it adopts (task, distillation) and the runtime's."""
-  out = subprocess.run([sys.executable, os.path.join(REPO, script), "--help"],
-                       capture_output=True, text=True, env=ENV, check=False)
-  assert f"  {own[0]}:" in out.stdout, out.stderr[-2000:]  # absl's --help exits 1
-  for flag in own + RUNTIME_FLAGS:
-    assert f"  {flag}:" in out.stdout or f"  --[no]{flag[2:]}:" in out.stdout, flag
-  # Only the script's flags, not TensorFlow's ~130 internal ones (those are in --helpfull).
-  assert "--tt_check_filter" not in out.stdout and "--[no]alsologtostderr" not in out.stdout

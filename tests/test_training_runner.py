@@ -11,8 +11,8 @@ import tensorflow as tf
 import tf_keras
 
 import cli
+from cli import options
 from training import inputs, runner, runtime
-from training import flags as training_flags
 from training import task as task_lib
 
 WEIGHTS = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
@@ -119,13 +119,13 @@ def test_check_positive_rejects_nan_and_zero():
 
 def test_runtime_flags_build_the_options():
   flag_values = flags.FlagValues()
-  training_flags.define_runtime_flags(flag_values)
+  options.define_flags(runtime.RuntimeOptions, flag_values)
   flag_values(["prog", "--kernels=keras", "--optimizer=lamb", "--gradient_accumulation_steps=3",
                "--use_tpu", "--seed=7"])
-  options = training_flags.options_from_flags(runtime.RuntimeOptions, flag_values)
-  assert options == runtime.RuntimeOptions(kernels="keras", optimizer="lamb",
+  built = options.from_flags(runtime.RuntimeOptions, flag_values)
+  assert built == runtime.RuntimeOptions(kernels="keras", optimizer="lamb",
                                            gradient_accumulation_steps=3, use_tpu=True, seed=7)
-  assert options.strategy_name == "tpu"
+  assert built.strategy_name == "tpu"
   # One flag per field, with the field's default.
   defaults = runtime.RuntimeOptions()
   for field in dataclasses.fields(runtime.RuntimeOptions):

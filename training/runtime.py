@@ -2,7 +2,7 @@
 
 Every trainer's options dataclass extends it (keyword-only fields), so the
 strategy, precision, kernels, optimizer, accumulation, checkpoint and logging
-settings are defined once, exposed as flags once (`training.flags`) and
+settings are declared once (each field is also its flag, `cli.options`) and
 honoured by one runner (`training.runner`).
 """
 
@@ -10,7 +10,8 @@ import dataclasses
 import math
 from typing import Optional
 
-from cli import FlagError
+from cli import FlagError, options
+from cli.options import option
 from modeling.kernels import KERNELS  # the model's build option, passed through by the tasks
 from training import optimizer, precision
 from training import strategy as strategy_lib
@@ -23,32 +24,36 @@ class RuntimeOptions:
   gradient_accumulation_steps: batches of train_batch_size summed into one
     optimizer step. iterations_per_loop: steps per call of the compiled loop.
   """
-  use_tpu: bool = False
-  tpu_name: Optional[str] = None
-  tpu_zone: Optional[str] = None
-  gcp_project: Optional[str] = None
-  master: Optional[str] = None
-  num_tpu_cores: int = 8
-  distribution_strategy: str = "one_device"
-  num_gpus: Optional[int] = None
-  dtype: str = "float32"
-  use_xla: bool = False
-  kernels: str = "fused"
-  optimizer: str = "adamw"
-  gradient_accumulation_steps: int = 1
-  iterations_per_loop: int = 1000
-  save_checkpoints_steps: int = 1000
-  keep_checkpoint_max: int = 5
-  log_steps: int = 100
-  seed: Optional[int] = None
+  use_tpu: bool = option(False, "Same as --distribution_strategy=tpu.")
+  tpu_name: Optional[str] = option(None, "The Cloud TPU to use.")
+  tpu_zone: Optional[str] = option(None, "GCE zone of the Cloud TPU.")
+  gcp_project: Optional[str] = option(None, "GCP project of the Cloud TPU.")
+  master: Optional[str] = option(None, "TPU address, used when tpu_name is not set.")
+  num_tpu_cores: int = option(8, "Accepted for Google's scripts; the TPU strategy uses every core.")
+  distribution_strategy: str = option(
+      "one_device", "tf.distribute strategy (multi_worker_mirrored reads TF_CONFIG).",
+      choices=strategy_lib.STRATEGIES)
+  num_gpus: Optional[int] = option(None, "GPUs for the mirrored strategy (default: all).")
+  dtype: str = option("float32", "Compute precision (mixed_float16 uses dynamic loss scaling).",
+                      choices=precision.DTYPES)
+  use_xla: bool = option(False, "Compile the forward and backward pass with XLA.")
+  kernels: str = option(
+      "fused", "fused = CPU-tuned kernels (measured on CPU); keras = stock Keras/TF ops.",
+      choices=KERNELS)
+  optimizer: str = option(
+      "adamw", "adamw = Google's AdamWeightDecay; adamw_corrected = the same with Adam's bias "
+      "correction (PyTorch's/HF's AdamW); lamb = LAMB.", choices=optimizer.OPTIMIZERS)
+  gradient_accumulation_steps: int = option(
+      1, "Batches of train_batch_size summed into one optimizer step.")
+  iterations_per_loop: int = option(1000, "Steps per call of the compiled training loop.")
+  save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
+  keep_checkpoint_max: int = option(5, "Checkpoints kept in output_dir.")
+  log_steps: int = option(100, "Steps between progress lines and summaries.")
+  seed: Optional[int] = option(
+      None, "Random seed (weights, dropout, data order); default: not seeded.")
 
   def __post_init__(self):
-    choices = {"distribution_strategy": strategy_lib.STRATEGIES, "dtype": precision.DTYPES,
-               "kernels": KERNELS, "optimizer": optimizer.OPTIMIZERS}
-    for name, allowed in choices.items():
-      if getattr(self, name) not in allowed:
-        raise FlagError(f"--{name} must be one of {', '.join(allowed)}, "
-                        f"got {getattr(self, name)!r}")
+    options.check_choices(self)
     for name in ("gradient_accumulation_steps", "iterations_per_loop", "save_checkpoints_steps",
                  "keep_checkpoint_max", "log_steps", "num_tpu_cores"):
       check_positive(name, getattr(self, name))

@@ -9,7 +9,7 @@ import tf_keras
 from cli import FlagError
 import modeling
 from distillation import layer_map
-from distillation.task import DistillationTask, LossWeights
+from distillation.layerwise import LayerwiseDistillationTask, LossWeights
 from tests.helpers import TINY_BERT, bert_inputs
 
 TEACHER = TINY_BERT.replace(num_hidden_layers=4)
@@ -26,7 +26,7 @@ def fixture_teacher(tmp_path_factory):
 def _task(checkpoint, student=TINY_BERT, **kwargs):
   kwargs.setdefault("weights", LossWeights(attention_kl=1.0))
   mapped = layer_map.uniform(student.num_hidden_layers, TEACHER.num_hidden_layers)
-  return DistillationTask(TEACHER, checkpoint, student, mapped, **kwargs)
+  return LayerwiseDistillationTask(TEACHER, checkpoint, student, mapped, **kwargs)
 
 
 def test_the_teacher_is_loaded_frozen_and_in_inference_mode(teacher):

@@ -1,4 +1,4 @@
-"""`DistillationTask`: layer-wise distillation (TinyBERT's intermediate losses) as a Task.
+"""`LayerwiseDistillationTask`: layer-wise distillation (TinyBERT's intermediate losses) as a Task.
 
 The runner trains the student and the projections; the teacher is loaded from
 its checkpoint whenever the model is built and never trained. output_dir's
@@ -48,7 +48,7 @@ class LossWeights:
             if weight}
 
 
-class DistillationTask(task_lib.Task):
+class LayerwiseDistillationTask(task_lib.Task):
   """A frozen teacher's embeddings, hidden states and attention distilled into a student.
 
   Subclasses supply `dataset_fn` (batches with input_ids, input_mask, segment_ids).
