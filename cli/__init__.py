@@ -15,10 +15,10 @@ import signal
 import sys
 
 # TensorFlow runs its oneDNN CPU kernels by default only on CPUs with AVX-512 VNNI/BF16 or
-# AMX. On others (AVX2) it falls back to Eigen kernels: batch matmuls (the attention core)
-# at about a third of oneDNN's rate, and no matmul + bias + GELU fusion. Our scripts turn
-# them on everywhere; a user's own TF_ENABLE_ONEDNN_OPTS=0 still turns them off. Read by
-# TensorFlow when it is imported, so set before any script imports it.
+# AMX. On others (AVX2) it falls back to Eigen kernels: slower batch matmuls (the attention
+# core) and no matmul + bias + GELU fusion. Our scripts turn them on everywhere; a user's own
+# TF_ENABLE_ONEDNN_OPTS=0 still turns them off. Read by TensorFlow when it is imported, so
+# set before any script imports it.
 ONEDNN_ENV = "TF_ENABLE_ONEDNN_OPTS"
 os.environ.setdefault(ONEDNN_ENV, "1")
 

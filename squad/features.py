@@ -3,7 +3,7 @@
 Each example becomes one feature per document window: `[CLS] query [SEP]
 window [SEP]`, zero-padded to max_seq_length. The output equals Google's field
 for field (also checked on whole dev files by bench/squad_features.py); the
-work is organised differently, ~15x faster than Google's code as released:
+work is organised differently, and faster (bench/squad_features.py compares):
 - a paragraph's context is tokenized once and shared by its questions (they
   are consecutive in the reader's output and share one `doc_tokens` list),
   and each distinct word is tokenized once per call;

@@ -1,4 +1,4 @@
-"""The scripts' error contract (issue 13) as a table: one row per case, run as a user runs it.
+"""The scripts' error contract as a table: one row per case, run as a user runs it.
 
 A row is a command line, the exit status, a fragment of stderr, and the files that must or
 must not exist afterwards. Every failing row must print exactly one line

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 import modeling
-from modeling.checkpoints.google_tf1 import read_variables
+from tests.checkpoint_files import read_variables
 
 FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
 TOL = 1e-5  # The tolerance for every compared output; never loosened.

@@ -7,7 +7,7 @@ import pytest
 from safetensors.numpy import save_file
 
 import modeling
-from modeling.checkpoints.google_tf1 import read_variables
+from tests.checkpoint_files import read_variables
 
 TOL = 1e-5
 

@@ -42,12 +42,6 @@ def open_reader(path):
     raise CheckpointError(f"cannot read checkpoint {prefix!r}: {e}") from None
 
 
-def read_variables(path):
-  """Google name -> numpy array for every variable of a TF1 checkpoint."""
-  prefix, reader = open_reader(path)
-  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
-
-
 def load_google_checkpoint(model, path):
   """Loads a Google TF1 checkpoint (prefix or directory) into `model`.
 
