@@ -58,7 +58,7 @@ def ours(steps, batch_size, iterations_per_loop, use_xla):
   # Two log intervals: the second one's rate excludes tracing.
   trainer = loop.Trainer(
       strategy_lib.build_strategy('one_device'),
-      loop.TrainConfig(tempfile.mkdtemp(), batch_size, 2 * steps,
+      loop.LoopOptions(tempfile.mkdtemp(), batch_size, 2 * steps,
                        save_checkpoints_steps=2 * steps, log_steps=steps,
                        iterations_per_loop=iterations_per_loop,
                        use_xla=use_xla),

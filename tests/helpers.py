@@ -294,12 +294,12 @@ def toy_metrics_fn():
 def toy_trainer(strategy, output_dir, num_train_steps, batch_size=16,
                 learning_rate=0.05, poison_batch=None, init_fn=None,
                 optimizer_fn=None, **config):
-  """A Trainer of the toy job; `config` goes to its TrainConfig."""
+  """A Trainer of the toy job; `config` goes to its LoopOptions."""
   config.setdefault("log_steps", 5)
   config.setdefault("save_checkpoints_steps", 1000)
   return loop.Trainer(
       strategy,
-      loop.TrainConfig(output_dir=str(output_dir), train_batch_size=batch_size,
+      loop.LoopOptions(output_dir=str(output_dir), train_batch_size=batch_size,
                        num_train_steps=num_train_steps, **config),
       toy_model_fn,
       optimizer_fn or (lambda: optimizer_lib.create_optimizer(

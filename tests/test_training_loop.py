@@ -85,7 +85,7 @@ def test_embeddings_accumulate_and_unused_variables_stay(one_device,
     return tf.reduce_mean(tf.square(outputs[0][:, 0] - features['y']))
 
   trainer = loop.Trainer(
-      one_device, loop.TrainConfig(str(tmp_path), 4, 3,
+      one_device, loop.LoopOptions(str(tmp_path), 4, 3,
                                    gradient_accumulation_steps=2),
       embedding_model_fn, lambda: optimizer_lib.AdamWeightDecay(0.1),
       embedding_loss_fn, dataset_fn)
@@ -165,7 +165,7 @@ def test_a_changed_input_pipeline_resumes_from_the_weights_with_a_fresh_input(
   saved = model_weights(first.model)
   again = loop.Trainer(
       one_device,
-      loop.TrainConfig(output_dir=str(tmp_path), train_batch_size=16, num_train_steps=20,
+      loop.LoopOptions(output_dir=str(tmp_path), train_batch_size=16, num_train_steps=20,
                        log_steps=5, save_checkpoints_steps=5),
       toy_model_fn,
       lambda: optimizer_lib.create_optimizer(0.0, 20, 2),  # lr 0: the weights stay as restored
@@ -302,9 +302,9 @@ def test_metric_updates_name_defined_metrics():
 
 def test_config_rejects_bad_values(tmp_path, monkeypatch):
   with pytest.raises(ValueError, match='num_train_steps must be positive'):
-    loop.TrainConfig(str(tmp_path), 8, 0)
+    loop.LoopOptions(str(tmp_path), 8, 0)
   with pytest.raises(ValueError, match='dtype must be one of'):
-    loop.TrainConfig(str(tmp_path), 8, 10, dtype='float16')
+    loop.LoopOptions(str(tmp_path), 8, 10, dtype='float16')
   with pytest.raises(ValueError, match='distribution strategy must be one of'):
     strategy_lib.build_strategy('parameter_server')
   with pytest.raises(ValueError, match='num_gpus=2 but only 0 GPUs'):

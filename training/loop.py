@@ -42,7 +42,7 @@ class NonFiniteLossError(UserError, RuntimeError):
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig:
+class LoopOptions:
   """Loop settings (the run_* scripts' flags).
 
   train_batch_size: global examples per forward pass (all replicas); an

@@ -70,7 +70,7 @@ class Runner:
     o = self.options
     trainer = loop.Trainer(
         self.strategy,
-        loop.TrainConfig(
+        loop.LoopOptions(
             output_dir=os.fspath(output_dir or self.output_dir),
             train_batch_size=train_batch_size,
             num_train_steps=num_train_steps, save_checkpoints_steps=o.save_checkpoints_steps,
