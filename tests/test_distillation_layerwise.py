@@ -1,4 +1,4 @@
-"""The distillation task: a frozen teacher in inference mode, a trainable student whose
+"""The layer-wise distillation task: a frozen teacher in inference mode, a trainable student whose
 checkpoint keeps Google's names, projections stored apart, the loss terms and their checks."""
 
 import numpy as np
