@@ -143,8 +143,7 @@ class ClassifierRun:
       o = self.options
       self._task = ClassifierTask(
           self.config, 1 if self.is_regression else len(self.label_list()), o.max_seq_length,
-          {}, registry.canonical_task_name(o.task_name), self.is_regression, kernels=o.kernels,
-          seed=o.seed)
+          {}, registry.canonical_task_name(o.task_name), self.is_regression, seed=o.seed)
     return self._task
 
   def _write_records(self, mode, examples):

@@ -104,8 +104,7 @@ def run(options):
   task_kwargs = dict(
       teacher_config=teacher_config, teacher_checkpoint=o.teacher_init_checkpoint,
       student_config=student_config, layer_map=mapped, weights=o.loss_weights(),
-      projection=o.projection, teacher_layers=teacher_layers, seq_length=o.max_seq_length,
-      kernels=o.kernels)
+      projection=o.projection, teacher_layers=teacher_layers, seq_length=o.max_seq_length)
   with contextlib.closing(runner_lib.Runner(o, o.output_dir, o.student_init_checkpoint)) as runner:
     files = resolve_input_files(o.input_file)
     dynamic = pretraining_inputs.check_records(files, o.max_seq_length,

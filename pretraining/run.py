@@ -98,8 +98,7 @@ def run(options):
     if runner.is_chief:
       modeling.save_config(bert_config, options.output_dir)
     task = PretrainingTask(bert_config, files, options.max_seq_length,
-                           options.max_predictions_per_seq, kernels=options.kernels,
-                           seed=options.seed, masker=masker)
+                           options.max_predictions_per_seq, seed=options.seed, masker=masker)
     results = {}
     if options.do_train:
       results["train"] = runner.train(task, options.train_batch_size, options.num_train_steps,

@@ -110,7 +110,7 @@ class SquadRun:
       export.check_export_dir(o.export_dir, o.output_dir, o.overwrite_export)
     self.null_score_diff_threshold = o.null_score_diff_threshold  # tune_null_threshold sets it
     self.runner = runner_lib.Runner(o, o.output_dir, o.init_checkpoint)
-    self.task = SquadTask(self.config, o.max_seq_length, {}, kernels=o.kernels, seed=o.seed)
+    self.task = SquadTask(self.config, o.max_seq_length, {}, seed=o.seed)
 
   def _features(self, mode, examples):
     """Converts `examples` and writes the mode's TFRecord file; returns the features."""

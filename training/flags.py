@@ -37,7 +37,9 @@ def define_runtime_flags(flag_values=flags.FLAGS):
   flags.DEFINE_bool("use_xla", defaults.use_xla,
                     "Compile the forward and backward pass with XLA.", **fv)
   flags.DEFINE_enum("kernels", defaults.kernels, runtime.KERNELS,
-                    "fused = CPU-tuned kernels (measured on CPU); keras = stock Keras/TF ops.",
+                    "fused = CPU-tuned kernels (measured on CPU only); keras = stock Keras/TF "
+                    "ops; auto = fused when the strategy's devices are CPUs, keras on a GPU or "
+                    "TPU.",
                     **fv)
   flags.DEFINE_enum("optimizer", defaults.optimizer, optimizer.OPTIMIZERS,
                     "adamw = Google's AdamWeightDecay; adamw_corrected = the same with Adam's "

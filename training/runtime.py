@@ -11,7 +11,7 @@ import math
 from typing import Optional
 
 from cli import FlagError
-from modeling.kernels import KERNELS  # the model's build option, passed through by the tasks
+from modeling.kernels import KERNELS  # the kernel family, which the runner sets for the job
 from training import optimizer, precision
 from training import strategy as strategy_lib
 
@@ -33,7 +33,7 @@ class RuntimeOptions:
   num_gpus: Optional[int] = None
   dtype: str = "float32"
   use_xla: bool = False
-  kernels: str = "fused"
+  kernels: str = "auto"
   optimizer: str = "adamw"
   gradient_accumulation_steps: int = 1
   iterations_per_loop: int = 1000
