@@ -126,7 +126,7 @@ class ClassifierRun(job_lib.FineTuningJob):
       self._task = ClassifierTask(
           self.config, 1 if self.is_regression else len(self.label_list()), o.max_seq_length,
           {mode: os.path.join(o.output_dir, name) for mode, name in RECORD_FILES.items()},
-          registry.canonical_task_name(o.task_name), self.is_regression, kernels=o.kernels,
+          registry.canonical_task_name(o.task_name), self.is_regression,
           seed=o.seed)
     return self._task
 

@@ -17,7 +17,7 @@ from training import inputs
 from training import task as task_lib
 
 
-def per_example_loss(logits, labels, is_regression, kernels="fused"):
+def per_example_loss(logits, labels, is_regression):
   """float32 [B]: -log softmax(logits)[label], or (logits[:, 0] - label)^2 for regression.
 
   logits [B, num_labels] (num_labels = 1 for regression), labels [B].
@@ -25,7 +25,7 @@ def per_example_loss(logits, labels, is_regression, kernels="fused"):
   logits = tf.cast(logits, tf.float32)
   if is_regression:
     return tf.square(logits[:, 0] - tf.cast(labels, tf.float32))
-  loss, _ = sparse_softmax_cross_entropy(logits, tf.cast(labels, tf.int32), kernels=kernels)
+  loss, _ = sparse_softmax_cross_entropy(logits, tf.cast(labels, tf.int32))
   return loss
 
 
@@ -38,19 +38,18 @@ class ClassifierTask(modeling.BertCheckpointing, task_lib.Task):
   """The classifier on Google's [CLS] pooled output, over record files by mode."""
 
   def __init__(self, bert_config, num_labels, max_seq_length, record_files, task_name,
-               is_regression=False, kernels="fused", seed=None):
+               is_regression=False, seed=None):
     self.bert_config = bert_config
     self.num_labels = num_labels
     self.max_seq_length = max_seq_length
     self.record_files = dict(record_files)  # {mode: TFRecord path}, written before it is read
     self.task_name = task_name
     self.is_regression = is_regression
-    self.kernels = kernels
     self.seed = seed
 
   def build_model(self):
     # Any sequence length: each batch comes cut to its longest row (dataset_fn).
-    return modeling.build_classifier(self.bert_config, self.num_labels, kernels=self.kernels)
+    return modeling.build_classifier(self.bert_config, self.num_labels)
 
   def dataset_fn(self, mode, batch_size):
     return inputs.tfrecord_dataset_fn(
@@ -60,7 +59,7 @@ class ClassifierTask(modeling.BertCheckpointing, task_lib.Task):
 
   def loss(self, features, logits):
     labels = features["label_ids"]
-    loss = tf.reduce_mean(per_example_loss(logits, labels, self.is_regression, self.kernels))
+    loss = tf.reduce_mean(per_example_loss(logits, labels, self.is_regression))
     if self.is_regression:
       return loss
     return loss, {"accuracy": (labels, tf.argmax(logits, -1))}
@@ -75,7 +74,7 @@ class ClassifierTask(modeling.BertCheckpointing, task_lib.Task):
     (Estimator's `loss`; it differs when the last batch is smaller); plus the
     task's metrics (`classification.metrics`: eval_accuracy, eval_f1, ...).
     """
-    losses = per_example_loss(logits, labels, self.is_regression, self.kernels).numpy()
+    losses = per_example_loss(logits, labels, self.is_regression).numpy()
     batch_means = [losses[i:i + batch_size].mean() for i in range(0, len(losses), batch_size)]
     results = compute_metrics(self.task_name, logits, labels, is_regression=self.is_regression)
     results.update(eval_loss=float(losses.mean()), loss=float(np.mean(batch_means)))

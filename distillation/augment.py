@@ -120,7 +120,7 @@ class MaskedLM:
 
   def __init__(self, config, init_checkpoint, vocab, top_k):
     self.model = modeling.build_pretraining_model(config, max_predictions_per_seq=1,
-                                                  masked_positions_only=True)
+                                                  outputs="positions")
     report = modeling.load_checkpoint(self.model, init_checkpoint)
     if HEAD_LABELS["cls_predictions"] in report.heads_absent:
       raise modeling.CheckpointError(

@@ -85,8 +85,7 @@ class TaskDistillRun(ClassifierRun):
     task = self.task
     return dict(bert_config=config, num_labels=task.num_labels,
                 max_seq_length=task.max_seq_length, record_files=task.record_files,
-                task_name=task.task_name, is_regression=task.is_regression,
-                kernels=task.kernels, seed=task.seed)
+                task_name=task.task_name, is_regression=task.is_regression, seed=task.seed)
 
   # ----- the teacher
 
@@ -151,7 +150,7 @@ class TaskDistillRun(ClassifierRun):
           self.task, teacher_config=self.teacher_config,
           teacher_checkpoint=o.teacher_init_checkpoint, student_config=self.config,
           layer_map=mapped, weights=o.loss_weights(), projection=o.projection,
-          teacher_layers=self.teacher_layers, kernels=o.kernels)
+          teacher_layers=self.teacher_layers)
       scalars[INTERMEDIATE] = self.train_task(task, steps, output_dir=intermediate_dir,
                                               init_checkpoint=o.student_init_checkpoint)
     if o.stage in (PREDICTION, BOTH):

@@ -124,7 +124,7 @@ class GeneralDistillJob(job_lib.Job):
         teacher_config=self.teacher_config, teacher_checkpoint=o.teacher_init_checkpoint,
         student_config=self.student_config, layer_map=self.layer_map,
         weights=o.loss_weights(), projection=o.projection, teacher_layers=self.teacher_layers,
-        seq_length=o.max_seq_length, kernels=o.kernels)
+        seq_length=o.max_seq_length)
 
   def train(self):
     logging.info("General distillation: student layer m learns from teacher layer %s%s",

@@ -66,7 +66,7 @@ class LayerwiseDistillationTask(task_lib.Task):
 
   def __init__(self, teacher_config, teacher_checkpoint, student_config, layer_map,
                weights=LossWeights(), projection=PER_LAYER, teacher_layers=None,
-               seq_length=None, kernels="fused"):
+               seq_length=None):
     if student_config.vocab_size != teacher_config.vocab_size:
       raise ConfigError(f"the student's vocab_size {student_config.vocab_size} differs from "
                         f"the teacher's {teacher_config.vocab_size}: both read the same ids")
@@ -82,14 +82,12 @@ class LayerwiseDistillationTask(task_lib.Task):
     self.projection = projection
     self.teacher_layers = teacher_layers
     self.seq_length = seq_length
-    self.kernels = kernels
 
   def build_model(self):
     """The distillation model, its teacher loaded (and copied into the student if asked)."""
     def encoder(config, name):
-      return modeling.build_encoder(config, seq_length=self.seq_length, return_all_layers=True,
-                                    return_attention_scores=True, name=name,
-                                    kernels=self.kernels)
+      return modeling.build_encoder(config, seq_length=self.seq_length,
+                                    outputs="all_layers_and_scores", name=name)
     teacher = encoder(self.teacher_config, "teacher")
     modeling.load_checkpoint(teacher, self.teacher_checkpoint)
     student = encoder(self.student_config, "student")

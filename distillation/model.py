@@ -64,8 +64,8 @@ class Projections(keras.layers.Layer):
 def build_distillation_model(teacher, student, projections, layer_map, seq_length=None):
   """One functional model running the frozen `teacher` and the `student` encoder.
 
-  teacher, student: encoders built with `return_all_layers` and
-  `return_attention_scores`; layer_map: the teacher layer (0-based) of each
+  teacher, student: encoders built with outputs="all_layers_and_scores"
+  (`modeling.build_encoder`); layer_map: the teacher layer (0-based) of each
   student layer (`distillation.layer_map`). The teacher runs in inference
   mode (no dropout) and is not trained. Outputs:
     student_embeddings, teacher_embeddings: [B, S, H_T] (the student's projected);

@@ -45,7 +45,7 @@ class PredictionDistillationTask(ClassifierTask):
   def build_model(self):
     """`teacher` and `student` classifiers on the same inputs; outputs both logits."""
     def classifier(config, name):
-      return modeling.build_classifier(config, self.num_labels, kernels=self.kernels, name=name)
+      return modeling.build_classifier(config, self.num_labels, name=name)
     teacher = classifier(self.teacher_config, "teacher")
     load_teacher(teacher, self.teacher_checkpoint)
     teacher.trainable = False

@@ -106,7 +106,7 @@ def extract_features(config, init_checkpoint, tokenizer, input_file, output_file
   layer_indexes = parse_layers(layers, config.num_hidden_layers)
   examples = read_examples(input_file)
   features = convert_examples_to_features(examples, max_seq_length, tokenizer)
-  encoder = build_encoder(config, seq_length=max_seq_length, return_all_layers=True)
+  encoder = build_encoder(config, seq_length=max_seq_length, outputs="all_layers")
   if init_checkpoint:
     logging.info(load_checkpoint(encoder, init_checkpoint).summary())
 

@@ -2,8 +2,8 @@
 
 Public API:
   BertConfig, ConfigError, PRESETS                 -- `bert_config.json`, presets
-  KERNELS                                          -- the `kernels=` build option's values
-  build_encoder(config, ...)                       -- functional encoder
+  KERNELS, set_kernels, kernels_scope, current_kernels  -- the kernel family (auto, fused, keras)
+  build_encoder(config, outputs=...)               -- functional encoder
   build_pretraining_model(config, ...)             -- encoder + masked-LM + NSP heads
   build_classifier(config, num_labels, ...)        -- encoder + run_classifier's layer
   build_squad_model(config, ...)                   -- encoder + run_squad's span layer
@@ -22,7 +22,7 @@ from modeling.classifier import build_classifier
 from modeling.config import PRESETS, BertConfig, ConfigError
 from modeling.encoder import INPUT_NAMES, build_encoder
 from modeling.heads import build_pretraining_model
-from modeling.kernels import KERNELS
+from modeling.kernels import KERNELS, current_kernels, kernels_scope, set_kernels
 from modeling.squad import build_squad_model
 from modeling.losses import masked_lm_loss, next_sentence_loss, pretraining_loss
 from modeling.checkpoints.assign import CheckpointError, CheckpointNotFoundError, LoadReport
@@ -35,9 +35,9 @@ from modeling.checkpoints.tf2 import new_checkpoint, restore_model
 __all__ = [
     "BertCheckpointing", "BertConfig", "CheckpointError", "CheckpointNotFoundError", "ConfigError",
     "INPUT_NAMES", "KERNELS", "LoadReport", "PRESETS", "build_classifier", "build_encoder",
-    "build_pretraining_model", "build_squad_model", "detect_format",
-    "load_checkpoint", "load_config", "load_google_checkpoint", "load_hf_config",
+    "build_pretraining_model", "build_squad_model", "current_kernels", "detect_format",
+    "kernels_scope", "load_checkpoint", "load_config", "load_google_checkpoint", "load_hf_config",
     "load_huggingface_checkpoint", "masked_lm_loss", "new_checkpoint", "next_sentence_loss",
     "pretraining_loss", "resolve_config", "restore_model", "save_config",
-    "save_google_checkpoint",
+    "save_google_checkpoint", "set_kernels",
 ]

@@ -10,8 +10,6 @@ import math
 
 import tensorflow as tf
 
-from modeling.kernels import check_kernels
-
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
@@ -33,8 +31,8 @@ def gelu_tanh(x):
   0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
 
   TensorFlow's own formula: on CPU its graph optimizer fuses it into the
-  matmul and bias before it (see `MatmulDense`). Training uses the compiled
-  kernel below instead.
+  matmul and bias before it (see `MatmulDense`). The fused kernels train
+  with the compiled kernel below instead.
   """
   return tf.nn.gelu(x, approximate=True)
 
@@ -100,8 +98,8 @@ _FUNCTIONS = {
 }
 NAMES = frozenset(_FUNCTIONS)
 
-# What layers use while training, where it differs.
-_TRAINING_FUNCTIONS = {
+# The compiled forms, where there is one (the fused kernels train with them).
+_COMPILED_FUNCTIONS = {
     "gelu": gelu_tanh_compiled,
     "gelu_tanh": gelu_tanh_compiled,
     "gelu_new": gelu_tanh_compiled,
@@ -121,17 +119,17 @@ _FROM_HUGGINGFACE = {
 }
 
 
-def get(name, training=False, kernels="fused"):
+def get(name, compiled=False):
   """The function for a `hidden_act` name (Google's convention); None for "linear".
 
-  training=True: the same function, as XLA-compiled kernels where that is
-  faster (the GELUs; see `_compiled`), unless kernels="keras" (TensorFlow's
-  plain ops, differentiated op by op).
+  compiled=True: the same function, as XLA-compiled kernels where that is
+  faster (the GELUs; see `_compiled`): what the "fused" kernels train with
+  (`modeling.kernels`; "keras" trains with TensorFlow's plain ops).
   """
   if name not in _FUNCTIONS:
     raise ValueError(f"unsupported hidden_act {name!r}; known: {sorted(NAMES)}")
-  if check_kernels(kernels) == "fused" and training:
-    return _TRAINING_FUNCTIONS.get(name, _FUNCTIONS[name])
+  if compiled:
+    return _COMPILED_FUNCTIONS.get(name, _FUNCTIONS[name])
   return _FUNCTIONS[name]
 
 

@@ -2,17 +2,15 @@
 
 import tf_keras as keras
 
-from modeling.encoder import build_encoder, encoder_inputs
+from modeling.encoder import POOLED, build_encoder, encoder_inputs
 from modeling.heads import OutputProjection
-from modeling.kernels import check_kernels
 
 # run_classifier applies dropout with keep_prob 0.9 to the pooled output.
 CLASSIFIER_DROPOUT = 0.1
 
 
 def build_classifier(config, num_labels, encoder=None, seq_length=None, dtype=None,
-                     dropout_rate=CLASSIFIER_DROPOUT, kernels="fused", name="bert_classifier",
-                     pack_tokens=True):
+                     dropout_rate=CLASSIFIER_DROPOUT, name="bert_classifier"):
   """The encoder plus run_classifier's output layer, as one functional model.
 
   Inputs: `input_ids`, `input_mask`, `segment_ids` (int32 [B, S]). Output: float32
@@ -20,23 +18,18 @@ def build_classifier(config, num_labels, encoder=None, seq_length=None, dtype=No
   `classifier`, keeps Google's variables `output_weights` [num_labels, H] and
   `output_bias`; the encoder is the layer `bert`.
 
-  The encoder built here computes its last layer at [CLS] only (the pooler's
-  input), the same logits for a fraction of that layer's work. With
-  `pack_tokens` (the default) its layers skip the padding as well
-  (`modeling.layers.packing`).
-
-  kernels: "fused" (our CPU-tuned layers) or "keras" (Keras' stock ones), for
-  the output layer and the encoder built here (see `modeling.kernels`).
+  The encoder built here reads the pooled output only (`build_encoder`'s
+  "pooled"): its layers skip the padding and its last layer computes [CLS]
+  only, the same logits for less work. Built with the current kernel family
+  (`modeling.kernels`).
   """
-  check_kernels(kernels)
   if num_labels < 1:
     raise ValueError(f"num_labels must be >= 1, got {num_labels}")
   if encoder is None:
-    encoder = build_encoder(config, seq_length=seq_length, dtype=dtype, pooled_output_only=True,
-                            kernels=kernels, pack_tokens=pack_tokens)
+    encoder = build_encoder(config, seq_length=seq_length, outputs=POOLED, dtype=dtype)
   inputs = encoder_inputs(seq_length)
   pooled = encoder(inputs)["pooled_output"]
   pooled = keras.layers.Dropout(dropout_rate, name="classifier_dropout", dtype=dtype)(pooled)
-  logits = OutputProjection(num_labels, config.initializer_range, kernels, name="classifier",
+  logits = OutputProjection(num_labels, config.initializer_range, name="classifier",
                             dtype=dtype)(pooled)
   return keras.Model(inputs=inputs, outputs=logits, name=name)

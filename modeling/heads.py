@@ -4,8 +4,8 @@ import tensorflow as tf
 import tf_keras as keras
 
 from modeling import activations
-from modeling.encoder import INPUT_NAMES, build_encoder, encoder_inputs
-from modeling.kernels import check_kernels
+from modeling.encoder import INPUT_NAMES, POOLED, SEQUENCE, build_encoder, encoder_inputs
+from modeling.kernels import current_kernels
 from modeling.layers import add_bias, build_sublayer, dense_layer, layer_norm, truncated_normal
 
 
@@ -14,19 +14,19 @@ class MaskedLMHead(keras.layers.Layer):
 
   Call with the encoder's output at the masked positions [B, P, H]; returns
   float32 logits [B, P, vocab]. The decoder is the word-embedding table
-  [vocab, H] of the encoder, shared, not copied. kernels: "fused" or "keras"
-  (see `modeling.kernels`).
+  [vocab, H] of the encoder, shared, not copied. Built with the current kernel
+  family (`modeling.kernels`), kept as `kernels`.
   """
 
-  def __init__(self, embedding_table, hidden_act, initializer_range, kernels="fused", **kwargs):
+  def __init__(self, embedding_table, hidden_act, initializer_range, **kwargs):
     super().__init__(**kwargs)
     self.embedding_table = embedding_table
-    self.kernels = check_kernels(kernels)
+    self.kernels = current_kernels()
     self.transform_dense = dense_layer(
-        embedding_table.shape[1], kernels, activation=activations.get(hidden_act, kernels=kernels),
+        embedding_table.shape[1], activation=activations.get(hidden_act),
         kernel_initializer=truncated_normal(initializer_range), name="transform_dense",
         dtype=self.dtype_policy)
-    self.transform_layer_norm = layer_norm("transform_LayerNorm", kernels)
+    self.transform_layer_norm = layer_norm("transform_LayerNorm")
 
   def build(self, input_shape):
     vocab_size, hidden_size = self.embedding_table.shape
@@ -52,15 +52,15 @@ class OutputProjection(keras.layers.Layer):
   """Dense with Google's head layout: `output_weights` [num_outputs, H], `output_bias`.
 
   Used for `cls/seq_relationship` (2 outputs) and run_classifier's output layer.
-  Returns float32 logits [B, num_outputs]. kernels: "fused" or "keras" (see
-  `modeling.kernels`).
+  Returns float32 logits [B, num_outputs]. Built with the current kernel family
+  (`modeling.kernels`), kept as `kernels`.
   """
 
-  def __init__(self, num_outputs, initializer_range, kernels="fused", **kwargs):
+  def __init__(self, num_outputs, initializer_range, **kwargs):
     super().__init__(**kwargs)
     self.num_outputs = num_outputs
     self.initializer_range = initializer_range
-    self.kernels = check_kernels(kernels)
+    self.kernels = current_kernels()
 
   def build(self, input_shape):
     self.output_weights = self.add_weight(
@@ -77,14 +77,12 @@ class OutputProjection(keras.layers.Layer):
 
   def get_config(self):
     config = super().get_config()
-    config.update(num_outputs=self.num_outputs, initializer_range=self.initializer_range,
-                  kernels=self.kernels)
+    config.update(num_outputs=self.num_outputs, initializer_range=self.initializer_range)
     return config
 
 
 def build_pretraining_model(config, encoder=None, seq_length=None, max_predictions_per_seq=None,
-                            return_all_layers=False, dtype=None, masked_positions_only=False,
-                            kernels="fused"):
+                            outputs=SEQUENCE, dtype=None):
   """The encoder plus Google's two pre-training heads, as one functional model.
 
   Inputs: `input_ids`, `input_mask`, `segment_ids` (int32 [B, S]) and
@@ -92,18 +90,19 @@ def build_pretraining_model(config, encoder=None, seq_length=None, max_predictio
   `masked_lm_logits` [B, P, vocab] and `next_sentence_logits` [B, 2] (float32).
   Layers: `bert` (the encoder), `cls_predictions`, `cls_seq_relationship`.
 
-  masked_positions_only: build the encoder with `selected_outputs`, so its
-  last layer runs only at [CLS] and the masked positions (same losses, less
-  work; for training). `sequence_output` is then [B, P, H] at the masked
-  positions. Ignored when `encoder` is given: then it decides.
+  outputs: the encoder's (`build_encoder`), except "pooled". "positions":
+  the positions are the masked ones, so the encoder's last layer runs only at
+  [CLS] and there (same losses, less work; for training), and
+  `sequence_output` is [B, P, H] at the masked positions. Ignored when
+  `encoder` is given: then it decides.
 
-  kernels: "fused" (our CPU-tuned layers) or "keras" (Keras' stock ones), for
-  the heads and the encoder built here (see `modeling.kernels`).
+  Built with the current kernel family (`modeling.kernels`).
   """
-  check_kernels(kernels)
   if encoder is None:
-    encoder = build_encoder(config, seq_length=seq_length, return_all_layers=return_all_layers,
-                            dtype=dtype, selected_outputs=masked_positions_only, kernels=kernels)
+    if outputs == POOLED:
+      raise ValueError("the masked-LM head reads the sequence output: outputs cannot be "
+                       f"{POOLED!r}")
+    encoder = build_encoder(config, seq_length=seq_length, outputs=outputs, dtype=dtype)
   inputs = encoder_inputs(seq_length)
   positions = keras.Input(shape=(max_predictions_per_seq,), dtype=tf.int32,
                           name="masked_lm_positions")
@@ -119,10 +118,10 @@ def build_pretraining_model(config, encoder=None, seq_length=None, max_predictio
                                  name="gather_masked", dtype=dtype)((masked, positions))
   table = encoder.get_layer("embeddings").word_embeddings
   outputs["masked_lm_logits"] = MaskedLMHead(
-      table, config.hidden_act, config.initializer_range, kernels, name="cls_predictions",
+      table, config.hidden_act, config.initializer_range, name="cls_predictions",
       dtype=dtype)(masked)
   outputs["next_sentence_logits"] = OutputProjection(
-      2, config.initializer_range, kernels, name="cls_seq_relationship",
+      2, config.initializer_range, name="cls_seq_relationship",
       dtype=dtype)(outputs["pooled_output"])
   inputs["masked_lm_positions"] = positions
   return keras.Model(inputs=inputs, outputs=outputs, name="bert_pretraining")

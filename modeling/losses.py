@@ -1,17 +1,18 @@
 """Google's pre-training losses, on a softmax cross-entropy: ours, with a hand-written
-gradient, or TensorFlow's (the `kernels` option)."""
+gradient, or TensorFlow's (the kernel family, `modeling.kernels`, read when a loss is
+computed or traced)."""
 
 import tensorflow as tf
 
-from modeling.kernels import check_kernels
+from modeling.kernels import current_kernels
 
 
-def sparse_softmax_cross_entropy(logits, labels, kernels="fused"):
+def sparse_softmax_cross_entropy(logits, labels):
   """-log softmax(logits)[label] per row, and each row's argmax.
 
   logits float32 [N, C], labels int32 [N] -> (loss [N], predictions int32 [N]).
-  kernels="keras": `tf.nn.sparse_softmax_cross_entropy_with_logits` and
-  `tf.argmax` (the first maximum). kernels="fused": the same values, the loss
+  "keras" kernels: `tf.nn.sparse_softmax_cross_entropy_with_logits` and
+  `tf.argmax` (the first maximum). "fused": the same values, the loss
   as log-sum-exp minus the label's logit, around the row maximum that the
   argmax finds, so the metrics' argmax costs no extra pass; the gradient
   (softmax - one_hot) * dloss is one pass over the logits plus a scatter at
@@ -19,7 +20,7 @@ def sparse_softmax_cross_entropy(logits, labels, kernels="fused"):
   vocabulary-wide logits these passes are a noticeable part of a training step.
   """
   predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)  # [N]
-  if check_kernels(kernels) == "keras":
+  if current_kernels() == "keras":
     return tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits), predictions
   indices = tf.stack([tf.range(tf.shape(labels)[0]), labels], axis=1)  # [N, 2]
 
@@ -37,18 +38,17 @@ def sparse_softmax_cross_entropy(logits, labels, kernels="fused"):
   return cross_entropy(logits), predictions
 
 
-def masked_lm_loss(logits, label_ids, label_weights, kernels="fused"):
+def masked_lm_loss(logits, label_ids, label_weights):
   """Google's masked-LM loss: sum(w * -log p(label)) / (sum(w) + 1e-5).
 
-  Args: logits float [B, P, V], label_ids int [B, P], label_weights float [B, P];
-  kernels as for `sparse_softmax_cross_entropy`.
+  Args: logits float [B, P, V], label_ids int [B, P], label_weights float [B, P].
   Returns (loss scalar, per-slot loss [B, P], predicted ids int32 [B, P]).
   """
   # -log softmax at the label: Google's one-hot sum, over [B*P, V] rows.
   vocab_size = tf.shape(logits)[-1]
   per_slot, predictions = sparse_softmax_cross_entropy(
       tf.reshape(tf.cast(logits, tf.float32), [-1, vocab_size]),
-      tf.reshape(tf.cast(label_ids, tf.int32), [-1]), kernels)
+      tf.reshape(tf.cast(label_ids, tf.int32), [-1]))
   per_slot = tf.reshape(per_slot, tf.shape(label_ids))  # [B, P]
   predictions = tf.reshape(predictions, tf.shape(label_ids))  # [B, P]
   weights = tf.cast(label_weights, tf.float32)
@@ -56,26 +56,25 @@ def masked_lm_loss(logits, label_ids, label_weights, kernels="fused"):
   return loss, per_slot, predictions
 
 
-def next_sentence_loss(logits, labels, kernels="fused"):
-  """Google's next-sentence loss: mean of -log p(label); labels int [B] or [B, 1];
-  kernels as for `sparse_softmax_cross_entropy`.
+def next_sentence_loss(logits, labels):
+  """Google's next-sentence loss: mean of -log p(label); labels int [B] or [B, 1].
 
   Returns (loss scalar, per-example loss [B], predicted labels int32 [B]).
   """
   labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
   per_example, predictions = sparse_softmax_cross_entropy(tf.cast(logits, tf.float32),
-                                                          labels, kernels)  # [B]
+                                                          labels)  # [B]
   return tf.reduce_mean(per_example), per_example, predictions
 
 
-def pretraining_loss(outputs, features, kernels="fused"):
+def pretraining_loss(outputs, features):
   """The losses of Google's run_pretraining from model outputs and TFRecord features.
 
   Returns a dict with `masked_lm_loss`, `next_sentence_loss` and `total_loss` (their
-  sum); kernels as for `sparse_softmax_cross_entropy`.
+  sum).
   """
   mlm, _, _ = masked_lm_loss(outputs["masked_lm_logits"], features["masked_lm_ids"],
-                             features["masked_lm_weights"], kernels)
+                             features["masked_lm_weights"])
   nsp, _, _ = next_sentence_loss(outputs["next_sentence_logits"],
-                                 features["next_sentence_labels"], kernels)
+                                 features["next_sentence_labels"])
   return {"masked_lm_loss": mlm, "next_sentence_loss": nsp, "total_loss": mlm + nsp}

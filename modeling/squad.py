@@ -5,7 +5,6 @@ import tf_keras as keras
 
 from modeling.encoder import build_encoder, encoder_inputs
 from modeling.heads import OutputProjection
-from modeling.kernels import check_kernels
 
 
 class SpanLogits(OutputProjection):
@@ -15,9 +14,9 @@ class SpanLogits(OutputProjection):
   (start_logits, end_logits), each [B, S]. Google applies no dropout here.
   """
 
-  def __init__(self, initializer_range, kernels="fused", **kwargs):
+  def __init__(self, initializer_range, **kwargs):
     kwargs.pop("num_outputs", None)  # from get_config
-    super().__init__(2, initializer_range, kernels, **kwargs)
+    super().__init__(2, initializer_range, **kwargs)
 
   def call(self, sequence_output):
     hidden_size = sequence_output.shape[-1]
@@ -26,20 +25,20 @@ class SpanLogits(OutputProjection):
     return logits[:, :, 0], logits[:, :, 1]
 
 
-def build_squad_model(config, encoder=None, seq_length=None, dtype=None, kernels="fused"):
+def build_squad_model(config, encoder=None, seq_length=None, dtype=None):
   """The encoder plus run_squad's span layer, as one functional model.
 
   Inputs: `input_ids`, `input_mask`, `segment_ids` (int32 [B, S]). Outputs:
   {"start_logits", "end_logits"}, float32 [B, S]. The span layer, `cls_squad`,
   keeps Google's variables `cls/squad/output_weights` and `output_bias`, so
-  Google-format SQuAD checkpoints load; the encoder is the layer `bert`.
+  Google-format SQuAD checkpoints load; the encoder is the layer `bert`. Built
+  with the current kernel family (`modeling.kernels`).
   """
-  check_kernels(kernels)
   if encoder is None:
-    encoder = build_encoder(config, seq_length=seq_length, dtype=dtype, kernels=kernels)
+    encoder = build_encoder(config, seq_length=seq_length, dtype=dtype)
   inputs = encoder_inputs(seq_length)
   sequence_output = encoder(inputs)["sequence_output"]
-  start_logits, end_logits = SpanLogits(config.initializer_range, kernels, name="cls_squad",
+  start_logits, end_logits = SpanLogits(config.initializer_range, name="cls_squad",
                                         dtype=dtype)(sequence_output)
   return keras.Model(inputs=inputs, outputs={"start_logits": start_logits,
                                              "end_logits": end_logits}, name="bert_squad")

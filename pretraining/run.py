@@ -113,7 +113,7 @@ class PretrainingJob(job_lib.Job):
     if self.runner.is_chief:
       modeling.save_config(self.bert_config, o.output_dir)
     self.task = PretrainingTask(self.bert_config, files, o.max_seq_length,
-                                o.max_predictions_per_seq, kernels=o.kernels, seed=o.seed,
+                                o.max_predictions_per_seq, seed=o.seed,
                                 masker=masker)
 
   def train(self):

@@ -26,14 +26,13 @@ DYNAMIC_MASKING_SEED = 12345
 class PretrainingTask(modeling.BertCheckpointing, task_lib.Task):
   """Masked LM + next sentence on Google's pre-training TFRecords."""
 
-  def __init__(self, bert_config, files, max_seq_length, max_predictions_per_seq,
-               kernels="fused", seed=None, masker=None):
+  def __init__(self, bert_config, files, max_seq_length, max_predictions_per_seq, seed=None,
+               masker=None):
     """masker: a `dynamic_masking.DynamicMasker` for records without masks, else None."""
     self.bert_config = bert_config
     self.files = files
     self.max_seq_length = max_seq_length
     self.max_predictions_per_seq = max_predictions_per_seq
-    self.kernels = kernels
     self.seed = seed
     self.masker = masker
 
@@ -41,8 +40,7 @@ class PretrainingTask(modeling.BertCheckpointing, task_lib.Task):
     """Encoder + masked-LM and next-sentence heads; the last layer runs at the masked slots only."""
     return modeling.build_pretraining_model(
         self.bert_config, seq_length=self.max_seq_length,
-        max_predictions_per_seq=self.max_predictions_per_seq, masked_positions_only=True,
-        kernels=self.kernels)
+        max_predictions_per_seq=self.max_predictions_per_seq, outputs="positions")
 
   def dataset_fn(self, mode, batch_size):
     # Evaluation drops the last partial batch, as Google's input_fn does.
@@ -64,9 +62,9 @@ class PretrainingTask(modeling.BertCheckpointing, task_lib.Task):
     weights = features["masked_lm_weights"]  # [B, P]
     # The predictions are the logits' argmax, as in Google's metric_fn.
     mlm_loss, mlm_per_slot, mlm_predictions = modeling.masked_lm_loss(
-        mlm_logits, features["masked_lm_ids"], weights, kernels=self.kernels)
+        mlm_logits, features["masked_lm_ids"], weights)
     nsp_loss, nsp_per_example, nsp_predictions = modeling.next_sentence_loss(
-        nsp_logits, features["next_sentence_labels"], kernels=self.kernels)
+        nsp_logits, features["next_sentence_labels"])
     nsp_labels = tf.reshape(features["next_sentence_labels"], [-1])  # [B]
     updates = {
         "masked_lm_accuracy": (features["masked_lm_ids"], mlm_predictions, weights),

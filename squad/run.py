@@ -103,7 +103,7 @@ class SquadRun(job_lib.FineTuningJob):
     self.task = SquadTask(self.config, o.max_seq_length,
                           {mode: os.path.join(o.output_dir, name)
                            for mode, name in RECORD_FILES.items()},
-                          kernels=o.kernels, seed=o.seed)
+                          seed=o.seed)
     self.predict_input = None
 
   def export_module(self):

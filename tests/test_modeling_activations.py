@@ -57,7 +57,7 @@ def test_compiled_gelus_values_and_gradients(dtype, tolerance):
                                rtol=tolerance)
     np.testing.assert_allclose(tf.cast(grad, tf.float64).numpy(), derivative, atol=tolerance)
   for name in ("gelu", "gelu_tanh", "gelu_new"):
-    assert activations.get(name, training=True) is activations.gelu_tanh_compiled
-  assert activations.get("gelu_exact", training=True) is activations.gelu_exact_compiled
-  assert activations.get("relu", training=True) is tf.nn.relu
-  assert activations.get("linear", training=True) is None
+    assert activations.get(name, compiled=True) is activations.gelu_tanh_compiled
+  assert activations.get("gelu_exact", compiled=True) is activations.gelu_exact_compiled
+  assert activations.get("relu", compiled=True) is tf.nn.relu
+  assert activations.get("linear", compiled=True) is None

@@ -28,7 +28,7 @@ def config(tiny_dir):
 
 @pytest.fixture(scope="module")
 def loaded(tiny_dir, config):
-  model = modeling.build_pretraining_model(config, return_all_layers=True)
+  model = modeling.build_pretraining_model(config, outputs="all_layers")
   report = modeling.load_google_checkpoint(model, tiny_dir / "bert_model.ckpt")
   return model, report
 
@@ -38,8 +38,8 @@ def _max_diff(ours, theirs, rows=None):
   return float(diff[rows].max() if rows is not None else diff.max())
 
 
-def _assert_matches_reference(model, reference, kernels="fused"):
-  """Outputs of every layer and the losses (computed with `kernels`) against Google's."""
+def _assert_matches_reference(model, reference):
+  """Outputs of every layer and the losses (with the current kernels) against Google's."""
   out = model({k: reference[k] for k in FEATURES})
   real = reference["input_mask"].astype(bool)
   diffs = {
@@ -59,15 +59,14 @@ def _assert_matches_reference(model, reference, kernels="fused"):
 
   labels = {k: reference[k] for k in ("masked_lm_ids", "masked_lm_weights",
                                        "next_sentence_labels")}
-  losses = modeling.pretraining_loss(out, labels, kernels=kernels)
+  losses = modeling.pretraining_loss(out, labels)
   for name in ("masked_lm_loss", "next_sentence_loss", "total_loss"):
     assert abs(float(losses[name]) - float(reference[name])) < TOL, name
   _, per_slot, _ = modeling.masked_lm_loss(out["masked_lm_logits"], labels["masked_lm_ids"],
-                                           labels["masked_lm_weights"], kernels=kernels)
+                                           labels["masked_lm_weights"])
   assert _max_diff(per_slot, reference["masked_lm_example_loss"]) < TOL
   _, per_example, _ = modeling.next_sentence_loss(out["next_sentence_logits"],
-                                                  labels["next_sentence_labels"],
-                                                  kernels=kernels)
+                                                  labels["next_sentence_labels"])
   assert _max_diff(per_example, reference["next_sentence_example_loss"]) < TOL
 
 
@@ -77,10 +76,11 @@ def test_outputs_match_googles_reference(loaded, reference):
 
 def test_keras_kernels_load_googles_checkpoint_and_match_its_outputs(tiny_dir, config,
                                                                      reference):
-  model = modeling.build_pretraining_model(config, return_all_layers=True, kernels="keras")
-  report = modeling.load_google_checkpoint(model, tiny_dir / "bert_model.ckpt")
-  assert len(report.loaded) == 46 and not report.heads_absent
-  _assert_matches_reference(model, reference, kernels="keras")
+  with modeling.kernels_scope("keras"):
+    model = modeling.build_pretraining_model(config, outputs="all_layers")
+    report = modeling.load_google_checkpoint(model, tiny_dir / "bert_model.ckpt")
+    assert len(report.loaded) == 46 and not report.heads_absent
+    _assert_matches_reference(model, reference)
 
 
 def test_xla_outputs_match_googles_reference(loaded, reference):

@@ -16,16 +16,15 @@ FEATURES = {"input_ids": np.array([[2, 5, 7, 0], [3, 9, 4, 8]], np.int32),
             "masked_lm_positions": np.array([[1, 2], [0, 3]], np.int32)}
 
 
-def _trained_checkpoint(directory, kernels="fused"):
+def _trained_checkpoint(directory):
   """One optimizer step on a pre-training model, saved by a CheckpointManager."""
-  model = modeling.build_pretraining_model(CONFIG, kernels=kernels)
+  model = modeling.build_pretraining_model(CONFIG)
   optimizer = keras.optimizers.Adam(1e-2)
   labels = {"masked_lm_ids": np.array([[4, 6], [1, 2]], np.int32),
             "masked_lm_weights": np.ones([2, 2], np.float32),
             "next_sentence_labels": np.array([[0], [1]], np.int32)}
   with tf.GradientTape() as tape:
-    loss = modeling.pretraining_loss(model(FEATURES, training=True), labels,
-                                     kernels=kernels)["total_loss"]
+    loss = modeling.pretraining_loss(model(FEATURES, training=True), labels)["total_loss"]
   optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_weights),
                                 model.trainable_weights))
   step = tf.Variable(1, dtype=tf.int64)
@@ -108,14 +107,16 @@ def test_legacy_optimizer_slots_are_not_taken_for_weights(tmp_path):
 @pytest.mark.parametrize("checkpoint_format", ["tf2", "google_tf1"])
 def test_checkpoint_of_one_kernels_path_loads_into_the_other(tmp_path, saved, loaded,
                                                               checkpoint_format):
-  """Both `kernels` paths hold the same variables: a checkpoint of either loads into the
+  """Both kernel families hold the same variables: a checkpoint of either loads into the
   other, strictly, and the loaded model computes the same outputs."""
-  model = _trained_checkpoint(tmp_path, kernels=saved)
+  with modeling.kernels_scope(saved):
+    model = _trained_checkpoint(tmp_path)
   if checkpoint_format == "google_tf1":
     path = modeling.save_google_checkpoint(model, tmp_path / "google" / "bert_model.ckpt")
   else:
     path = tmp_path
-  restored = modeling.build_pretraining_model(CONFIG, kernels=loaded)
+  with modeling.kernels_scope(loaded):
+    restored = modeling.build_pretraining_model(CONFIG)
   report = modeling.load_checkpoint(restored, path)
   assert modeling.detect_format(path)[0] == checkpoint_format
   assert len(report.loaded) == len(restored.weights) and not report.heads_absent

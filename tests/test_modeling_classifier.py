@@ -1,5 +1,5 @@
-"""build_classifier: run_classifier's output layer on the pooled output; its encoder at [CLS]
-only and on the tokens only (pack_tokens), against the full encoder."""
+"""build_classifier: run_classifier's output layer on the pooled output; its encoder (outputs
+"pooled") at [CLS] only and on the tokens only, against the full encoder."""
 
 import numpy as np
 import pytest
@@ -47,8 +47,9 @@ def test_last_layer_at_cls_only_gives_the_same_logits_and_gradients():
   for g_fast, g_full in zip(grads_fast, grads_full):
     np.testing.assert_allclose(tf.convert_to_tensor(g_fast), tf.convert_to_tensor(g_full),
                                atol=1e-6)
-  with pytest.raises(ValueError, match="choose one"):
-    modeling.build_encoder(TINY_BERT, selected_outputs=True, pooled_output_only=True)
+  with pytest.raises(ValueError, match="outputs must be one of 'sequence', 'all_layers', "
+                     "'all_layers_and_scores', 'positions', 'pooled', got 'selected'"):
+    modeling.build_encoder(TINY_BERT, outputs="selected")
 
 
 def _ragged_features(batch=6, seq=16, seed=1):
@@ -74,10 +75,12 @@ def _logits_and_gradients(model, features, training, jit_compile=False):
   return step(features)
 
 
-def _packed_and_unpacked(config, kernels="fused", dropout_rate=0.0):
-  packed, unpacked = (modeling.build_classifier(config, 2, dropout_rate=dropout_rate,
-                                                kernels=kernels, pack_tokens=pack)
-                      for pack in (True, False))
+def _packed_and_unpacked(config, kernels="fused"):
+  """The classifier (its encoder packed) and one on the full encoder, with the same weights."""
+  with modeling.kernels_scope(kernels):
+    packed = modeling.build_classifier(config, 2, dropout_rate=0.0)
+    unpacked = modeling.build_classifier(config, 2, dropout_rate=0.0,
+                                         encoder=modeling.build_encoder(config))
   assert [w.name for w in packed.weights] == [w.name for w in unpacked.weights]
   packed.set_weights(unpacked.get_weights())
   return packed, unpacked
@@ -95,8 +98,8 @@ def _assert_same_logits_and_gradients(packed, unpacked, features, training, jit_
 
 @pytest.mark.parametrize("kernels", ["fused", "keras"])
 def test_packed_tokens_give_the_same_logits_and_gradients(kernels):
-  """pack_tokens (the default) runs the layers on the tokens only; the logits and every
-  gradient are the unpacked model's, on rows of every length, the all-padding one too."""
+  """The packed encoder runs the layers on the tokens only; the logits and every gradient
+  are the unpacked model's, on rows of every length, the all-padding one too."""
   packed, unpacked = _packed_and_unpacked(TINY_BERT, kernels)
   assert "pack_tokens" in [layer.name for layer in packed.get_layer("bert").layers]
   _assert_same_logits_and_gradients(packed, unpacked, _ragged_features(), training=False)
@@ -139,7 +142,7 @@ def test_packed_tokens_on_googles_checkpoint(shared_dir):
   config = modeling.BertConfig.from_json_file(tiny / "bert_config.json")
   reference = dict(np.load(tiny / "reference.npz"))
   features = {name: reference[name] for name in modeling.INPUT_NAMES}
-  encoder = modeling.build_encoder(config, pooled_output_only=True, pack_tokens=True)
+  encoder = modeling.build_encoder(config, outputs="pooled")
   modeling.load_checkpoint(encoder, tiny / "bert_model.ckpt")
   np.testing.assert_allclose(encoder(features)["pooled_output"], reference["pooled_output"],
                              atol=1e-5)

@@ -9,7 +9,7 @@ from tests.helpers import TINY_BERT, bert_inputs
 
 
 def test_encoder_outputs_and_mask():
-  encoder = modeling.build_encoder(TINY_BERT, return_all_layers=True)
+  encoder = modeling.build_encoder(TINY_BERT, outputs="all_layers")
   assert encoder.input_names == ["input_ids", "input_mask", "segment_ids"]
   feats = bert_inputs()
   out = encoder(feats)
@@ -63,12 +63,14 @@ def _graph_nodes(concrete_function):
 
 
 def test_training_graph_uses_compiled_kernels_and_no_variable_gather():
-  """Training runs the GELU as XLA kernels, inference as plain ops (what SavedModels hold);
-  the embedding rows come from the tables' values, never a ResourceGather (which would put
-  the word table in copy-on-read mode: every read and update would copy it whole)."""
+  """With the fused kernels, training runs the GELU as XLA kernels, inference as plain ops
+  (what SavedModels hold); the embedding rows come from the tables' values, never a
+  ResourceGather (which would put the word table in copy-on-read mode: every read and
+  update would copy it whole)."""
   config = TINY_BERT.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-  model = modeling.build_pretraining_model(config, max_predictions_per_seq=2,
-                                           masked_positions_only=True)
+  with modeling.kernels_scope("fused"):
+    model = modeling.build_pretraining_model(config, max_predictions_per_seq=2,
+                                             outputs="positions")
   features = dict(bert_inputs(), masked_lm_positions=np.array([[1, 2]] * 3, np.int32))
 
   @tf.function
@@ -111,11 +113,10 @@ def test_mixed_precision_policy():
 
 
 def test_attention_scores_are_the_pre_mask_qk_product():
-  """`return_attention_scores` outputs each layer's QK^T/sqrt(d) per head, padded keys
+  """outputs="all_layers_and_scores" adds each layer's QK^T/sqrt(d) per head, padded keys
   included (no mask added), and leaves the other outputs as they are."""
-  encoder = modeling.build_encoder(TINY_BERT, return_all_layers=True,
-                                   return_attention_scores=True)
-  plain = modeling.build_encoder(TINY_BERT, return_all_layers=True)
+  encoder = modeling.build_encoder(TINY_BERT, outputs="all_layers_and_scores")
+  plain = modeling.build_encoder(TINY_BERT, outputs="all_layers")
   plain.set_weights(encoder.get_weights())
   feats = bert_inputs()
   out = encoder(feats)

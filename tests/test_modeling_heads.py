@@ -25,10 +25,11 @@ def test_pretraining_heads_tie_decoder_and_use_googles_layout():
 
 
 def test_masked_positions_only_gives_the_same_outputs_and_gradients():
-  """The last layer computed at [CLS] + masked positions only: same logits, losses, gradients."""
+  """outputs="positions": the last layer computed at [CLS] + masked positions only: same
+  logits, losses, gradients."""
   full = modeling.build_pretraining_model(TINY_BERT, max_predictions_per_seq=3)
   fast = modeling.build_pretraining_model(TINY_BERT, max_predictions_per_seq=3,
-                                          masked_positions_only=True)
+                                          outputs="positions")
   assert [w.name for w in fast.weights] == [w.name for w in full.weights]
   fast.set_weights(full.get_weights())
   features = dict(bert_inputs(), masked_lm_positions=np.array([[1, 2, 2], [0, 7, 3], [5, 3, 1]],
@@ -54,5 +55,5 @@ def test_masked_positions_only_gives_the_same_outputs_and_gradients():
   for g_fast, g_full in zip(grads_fast, grads_full):
     np.testing.assert_allclose(tf.convert_to_tensor(g_fast), tf.convert_to_tensor(g_full),
                                atol=1e-6)
-  with pytest.raises(ValueError, match="cannot return all layers"):
-    modeling.build_pretraining_model(TINY_BERT, return_all_layers=True, masked_positions_only=True)
+  with pytest.raises(ValueError, match="the masked-LM head reads the sequence output"):
+    modeling.build_pretraining_model(TINY_BERT, outputs="pooled")

@@ -1,5 +1,6 @@
-"""The `kernels` build option: "fused" (our CPU-tuned pieces) and "keras" (stock pieces)
-build the same variables and compute the same outputs, losses and gradients."""
+"""The kernel family (`modeling.kernels`): "fused" (our CPU-tuned pieces) and "keras" (stock
+pieces) build the same variables and compute the same outputs, losses and gradients; "auto"
+picks by device; a model keeps the family it was built with."""
 
 import numpy as np
 import pytest
@@ -8,9 +9,8 @@ import tf_keras
 
 import modeling
 from modeling import activations, losses
-from modeling.heads import OutputProjection
-from modeling.layers import (BertEmbeddings, Dropout, MatmulDense, SelfAttention,
-                             TransformerLayer)
+from modeling.kernels import FAMILIES, current_kernels, kernels_scope, resolve_kernels, set_kernels
+from modeling.layers import Dropout, MatmulDense
 from modeling.layers.normalization import LayerNorm
 
 # Dropout off: the two paths draw different masks (each is tested on its own).
@@ -45,29 +45,29 @@ def _features(seed=0):
   return features, labels
 
 
-def _build(kind, kernels, dtype):
+def _build(kind, dtype):
   if kind == "encoder":
-    return modeling.build_encoder(CONFIG, return_all_layers=True, dtype=dtype, kernels=kernels)
+    return modeling.build_encoder(CONFIG, outputs="all_layers", dtype=dtype)
   if kind == "pretraining":
     return modeling.build_pretraining_model(CONFIG, max_predictions_per_seq=PREDICTIONS,
-                                            masked_positions_only=True, dtype=dtype,
-                                            kernels=kernels)
-  return modeling.build_classifier(CONFIG, LABELS, dtype=dtype, dropout_rate=0.0,
-                                   kernels=kernels)
+                                            outputs="positions", dtype=dtype)
+  return modeling.build_classifier(CONFIG, LABELS, dtype=dtype, dropout_rate=0.0)
 
 
-def _loss(kind, outputs, labels, kernels, upstream):
-  """A scalar that every output feeds: the model's own loss where it has one."""
+def _loss(kind, outputs, labels, upstream):
+  """A scalar that every output feeds: the model's own loss where it has one. The
+  encoder's is a sum of squares: a sum of terms of both signs can cancel to almost
+  nothing (the weights are random), where float32 rounding is no longer relatively small."""
   if kind == "encoder":
-    return (tf.reduce_sum(tf.cast(outputs["sequence_output"], tf.float32) * upstream)
-            + tf.reduce_sum(tf.cast(outputs["pooled_output"], tf.float32)))
+    return (tf.reduce_sum(tf.square(tf.cast(outputs["sequence_output"], tf.float32) - upstream))
+            + tf.reduce_sum(tf.square(tf.cast(outputs["pooled_output"], tf.float32))))
   if kind == "pretraining":
-    return modeling.pretraining_loss(outputs, labels, kernels=kernels)["total_loss"]
-  per_example, _ = losses.sparse_softmax_cross_entropy(outputs, labels["label_ids"], kernels)
+    return modeling.pretraining_loss(outputs, labels)["total_loss"]
+  per_example, _ = losses.sparse_softmax_cross_entropy(outputs, labels["label_ids"])
   return tf.reduce_mean(per_example)
 
 
-def _run(model, kind, kernels, training, jit_compile):
+def _run(model, kind, training, jit_compile):
   features, labels = _features()
   features = {name: features[name] for name in model.input_names}
   upstream = tf.constant(np.random.default_rng(1).normal(size=(BATCH, SEQ, 32)), tf.float32)
@@ -76,7 +76,7 @@ def _run(model, kind, kernels, training, jit_compile):
   def step(features):
     with tf.GradientTape() as tape:
       outputs = model(features, training=training)
-      loss = _loss(kind, outputs, labels, kernels, upstream)
+      loss = _loss(kind, outputs, labels, upstream)
     return outputs, loss, tape.gradient(loss, model.trainable_variables)
   return step(features)
 
@@ -92,14 +92,20 @@ def _assert_close(a, b, tolerance, relative_to_norm, what):
 
 
 def _assert_kernels_agree(kind, dtype, training, jit_compile):
-  """Same weights in, same outputs, loss and gradients out, fused and keras."""
-  fused = _build(kind, "fused", dtype)
-  stock = _build(kind, "keras", dtype)
+  """Same weights in, same outputs, loss and gradients out, fused and keras (each model
+  built and run, its loss included, under its family)."""
+  models, results = {}, {}
+  for family in FAMILIES:
+    with kernels_scope(family):
+      models[family] = _build(kind, dtype)
+  fused, stock = models["fused"], models["keras"]
   assert [(w.name, w.shape) for w in stock.weights] == [(w.name, w.shape) for w in fused.weights]
   stock.set_weights(fused.get_weights())
-  (out_fused, loss_fused, grads_fused), (out_stock, loss_stock, grads_stock) = [
-      _run(model, kind, kernels, training, jit_compile)
-      for model, kernels in ((fused, "fused"), (stock, "keras"))]
+  for family, model in models.items():
+    with kernels_scope(family):
+      results[family] = _run(model, kind, training, jit_compile)
+  (out_fused, loss_fused, grads_fused), (out_stock, loss_stock, grads_stock) = (
+      results["fused"], results["keras"])
   tolerance, by_norm = TOLERANCES[dtype], dtype != "float32"
   flat_fused, flat_stock = tf.nest.flatten(out_fused), tf.nest.flatten(out_stock)
   assert [t.dtype for t in flat_fused] == [t.dtype for t in flat_stock]
@@ -132,11 +138,12 @@ def test_losses_agree():
   weights = np.array([[1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], np.float32)
   nsp_logits = tf.constant(rng.normal(size=(2, 2)), tf.float32)
   nsp_labels = np.array([[1], [0]], np.int32)
-  for fused, stock in (
-      (modeling.masked_lm_loss(logits, ids, weights),
-       modeling.masked_lm_loss(logits, ids, weights, kernels="keras")),
-      (modeling.next_sentence_loss(nsp_logits, nsp_labels),
-       modeling.next_sentence_loss(nsp_logits, nsp_labels, kernels="keras"))):
+  computed = {}
+  for family in FAMILIES:
+    with kernels_scope(family):
+      computed[family] = (modeling.masked_lm_loss(logits, ids, weights),
+                          modeling.next_sentence_loss(nsp_logits, nsp_labels))
+  for fused, stock in zip(computed["fused"], computed["keras"]):
     for a, b in zip(fused, stock):
       assert a.dtype == b.dtype and a.shape == b.shape
       np.testing.assert_allclose(a, b, rtol=1e-6)
@@ -151,85 +158,134 @@ def _layers(model):
   return [m for m in model.submodules if isinstance(m, tf_keras.layers.Layer)]
 
 
-@pytest.mark.parametrize("kernels", modeling.KERNELS)
-def test_keras_kernels_use_only_stock_pieces(kernels):
-  """kernels="keras": Keras' layers, no hand-written gradient, no compiled kernel;
-  kernels="fused": ours (what the check finds when they are there)."""
-  config = CONFIG.replace(hidden_dropout_prob=0.1)
-  model = modeling.build_pretraining_model(config, max_predictions_per_seq=PREDICTIONS,
-                                           kernels=kernels)
-  ours = (MatmulDense, Dropout, LayerNorm)
-  stock = (tf_keras.layers.Dense, tf_keras.layers.Dropout, tf_keras.layers.LayerNormalization)
-  types = {type(layer) for layer in _layers(model)}
-  assert types >= set(ours if kernels == "fused" else stock)
-  assert not types & set(stock if kernels == "fused" else ours)
-  features, labels = _features()
-
+def _train_step_graph(model, features, labels, loss):
+  """The nodes of a traced training step of `model` on `loss(outputs, labels)`."""
   @tf.function
   def train_step(features):
     with tf.GradientTape() as tape:
-      loss = modeling.pretraining_loss(model(features, training=True), labels,
-                                       kernels=kernels)["total_loss"]
-    return tape.gradient(loss, model.trainable_variables)
+      total = loss(model(features, training=True), labels)
+    return tape.gradient(total, model.trainable_variables)
   nodes = _graph_nodes(train_step, features)
   custom_gradients = [n.name for n in nodes if "_gradient_op_type" in n.attr]
   compiled = [n.name for n in nodes if n.attr["_XlaMustCompile"].b]
+  return custom_gradients, compiled
+
+
+def _pretraining_model():
+  return modeling.build_pretraining_model(CONFIG.replace(hidden_dropout_prob=0.1),
+                                          max_predictions_per_seq=PREDICTIONS)
+
+
+@pytest.mark.parametrize("kernels", FAMILIES)
+def test_keras_kernels_use_only_stock_pieces(kernels):
+  """"keras": Keras' layers, no hand-written gradient, no compiled kernel;
+  "fused": ours (what the check finds when they are there)."""
+  with kernels_scope(kernels):
+    model = _pretraining_model()
+    ours = (MatmulDense, Dropout, LayerNorm)
+    stock = (tf_keras.layers.Dense, tf_keras.layers.Dropout, tf_keras.layers.LayerNormalization)
+    types = {type(layer) for layer in _layers(model)}
+    assert types >= set(ours if kernels == "fused" else stock)
+    assert not types & set(stock if kernels == "fused" else ours)
+    features, labels = _features()
+    custom_gradients, compiled = _train_step_graph(
+        model, features, labels, lambda out, labels: modeling.pretraining_loss(
+            out, labels)["total_loss"])
   if kernels == "keras":
     assert not custom_gradients and not compiled
   else:
     assert custom_gradients and compiled
 
 
-def test_activations_keras_kernels_are_plain_ops():
-  """kernels="keras" trains with TensorFlow's plain GELUs, the functions inference uses;
-  the fused kernels train with compiled ones."""
+@pytest.mark.parametrize("built, traced", [("keras", "fused"), ("fused", "keras")])
+def test_a_model_keeps_the_family_it_was_built_with(built, traced):
+  """The family is read when layers are built: traced under the other one (as a model
+  built in a scope and trained after it), the model still runs its own."""
+  with kernels_scope(built):
+    model = _pretraining_model()
+  assert {layer.kernels for layer in _layers(model) if hasattr(layer, "kernels")} == {built}
+  features, labels = _features()
+  with kernels_scope(traced):
+    custom_gradients, compiled = _train_step_graph(
+        model, features, labels,
+        lambda out, _: tf.reduce_sum(out["masked_lm_logits"]) + tf.reduce_sum(
+            out["next_sentence_logits"]))
+  assert bool(custom_gradients) == bool(compiled) == (built == "fused")
+
+
+def test_activations_compiled_only_when_asked():
+  """The fused kernels train with compiled GELUs; "keras" and inference use TensorFlow's
+  plain ones (`TransformerLayer` asks for compiled=True only for fused training)."""
   for name, plain in (("gelu", activations.gelu_tanh), ("gelu_exact", activations.gelu_exact)):
-    for training in (False, True):
-      assert activations.get(name, training=training, kernels="keras") is plain
-    assert activations.get(name, training=False) is plain
-    assert activations.get(name, training=True) is not plain
-  assert activations.get("relu", kernels="keras") is tf.nn.relu
+    assert activations.get(name) is plain
+    assert activations.get(name, compiled=True) is not plain
+  assert activations.get("relu", compiled=True) is tf.nn.relu
 
 
-@pytest.mark.parametrize("build", [
-    lambda k: modeling.build_encoder(CONFIG, kernels=k),
-    lambda k: modeling.build_pretraining_model(CONFIG, kernels=k),
-    lambda k: modeling.build_classifier(CONFIG, 2, kernels=k),
-    lambda k: modeling.masked_lm_loss(tf.zeros([1, 1, 3]), [[0]], [[1.0]], kernels=k),
-    lambda k: modeling.next_sentence_loss(tf.zeros([1, 2]), [0], kernels=k),
-    lambda k: modeling.pretraining_loss(
-        {"masked_lm_logits": tf.zeros([1, 1, 3]), "next_sentence_logits": tf.zeros([1, 2])},
-        {"masked_lm_ids": [[0]], "masked_lm_weights": [[1.0]], "next_sentence_labels": [0]},
-        kernels=k),
-    lambda k: losses.sparse_softmax_cross_entropy(tf.zeros([1, 2]), [0], kernels=k),
-    lambda k: activations.get("gelu", kernels=k),
-    lambda k: TransformerLayer(2, 4, 8, "gelu", 0.1, 0.1, 0.02, kernels=k),
-    lambda k: OutputProjection(2, 0.02, kernels=k),
+# Device names as strategies list them (`strategy.extended.worker_devices`) and as
+# `tf.config.list_logical_devices` names them.
+CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
+CPU_1 = "/job:localhost/replica:0/task:0/device:CPU:1"
+GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
+TPU = "/job:worker/replica:0/task:0/device:TPU:0"
+WORKER_CPU = "/job:worker/task:1/device:CPU:0"
+
+
+@pytest.mark.parametrize("devices, family", [
+    ([CPU], "fused"),
+    ([CPU, CPU_1], "fused"),
+    ([WORKER_CPU], "fused"),
+    ([GPU], "keras"),
+    ([GPU, GPU.replace("GPU:0", "GPU:1")], "keras"),
+    ([CPU, GPU], "keras"),
+    ([TPU, TPU.replace("TPU:0", "TPU:1")], "keras"),
 ])
+def test_auto_is_fused_on_cpus_keras_on_gpus_and_tpus(devices, family):
+  assert resolve_kernels("auto", devices) == family
+  for chosen in FAMILIES:
+    assert resolve_kernels(chosen, devices) == chosen
+
+
+def test_auto_reads_this_processs_devices_by_default(monkeypatch):
+  """Without devices, "auto" reads `tf.config.list_logical_devices` (this host: CPUs)."""
+  assert resolve_kernels("auto") == "fused"
+  gpu = tf.config.LogicalDevice(name=GPU, device_type="GPU")
+  monkeypatch.setattr(tf.config, "list_logical_devices", lambda: [gpu])
+  assert resolve_kernels("auto") == "keras"
+
+
+def test_the_setting_is_auto_until_set_and_scopes_restore_it():
+  assert current_kernels() == "fused"  # "auto" on this CPU-only host
+  with kernels_scope("keras") as family:
+    assert family == current_kernels() == "keras"
+    with kernels_scope("auto", [TPU]) as inner:
+      assert inner == current_kernels() == "keras"
+    with kernels_scope("fused"):
+      assert current_kernels() == "fused"
+    assert current_kernels() == "keras"
+  assert current_kernels() == "fused"
+  try:
+    assert set_kernels("keras") == current_kernels() == "keras"
+  finally:
+    set_kernels("auto")
+  assert current_kernels() == "fused"
+
+
 @pytest.mark.parametrize("kernels", ["xla", "Keras", None])
-def test_invalid_kernels_name_the_allowed_values(build, kernels):
-  assert modeling.KERNELS == ("fused", "keras")
-  with pytest.raises(ValueError, match=f"kernels must be one of 'fused', 'keras', got {kernels!r}"):
-    build(kernels)
+def test_invalid_kernels_name_the_allowed_values(kernels):
+  assert modeling.KERNELS == ("auto", "fused", "keras")
+  message = f"kernels must be one of 'auto', 'fused', 'keras', got {kernels!r}"
+  for choose in (set_kernels, resolve_kernels, lambda k: kernels_scope(k).__enter__()):
+    with pytest.raises(ValueError, match=message):
+      choose(kernels)
+  assert current_kernels() == "fused"
 
 
-@pytest.mark.parametrize("layer", [
-    lambda k: BertEmbeddings(99, 32, 64, 2, 0.1, 0.02, kernels=k),
-    lambda k: SelfAttention(4, 8, 0.1, 0.02, kernels=k),
-    lambda k: TransformerLayer(4, 8, 37, "gelu", 0.1, 0.1, 0.02, kernels=k),
-    lambda k: OutputProjection(2, 0.02, kernels=k),
-])
-def test_layers_keep_kernels_in_their_config(layer):
-  for kernels in modeling.KERNELS:
-    config = layer(kernels).get_config()
-    assert config["kernels"] == kernels
-    assert type(layer(kernels)).from_config(config).kernels == kernels
-
-
-@pytest.mark.parametrize("kernels", modeling.KERNELS)
+@pytest.mark.parametrize("kernels", FAMILIES)
 def test_encoder_takes_training_as_a_tensor(kernels):
   """One trace serves training=True (dropout on) and False (the inference output)."""
-  encoder = modeling.build_encoder(CONFIG.replace(hidden_dropout_prob=0.3), kernels=kernels)
+  with kernels_scope(kernels):
+    encoder = modeling.build_encoder(CONFIG.replace(hidden_dropout_prob=0.3))
   features = {name: value for name, value in _features()[0].items()
               if name in modeling.INPUT_NAMES}
   run = tf.function(lambda f, training: encoder(f, training=training)["sequence_output"])

@@ -10,6 +10,7 @@ import tensorflow as tf
 import tf_keras
 
 from modeling.layers import Dropout, MatmulDense, PackTokens, TransformerLayer, layer_norm
+from modeling.kernels import kernels_scope
 from modeling.layers import packing
 
 
@@ -17,7 +18,8 @@ def test_layer_norm_matches_keras_forward_and_gradients():
   """Our LayerNorm (hand-written gradient) against Keras' LayerNormalization, same weights."""
   rng = np.random.default_rng(3)
   x = tf.constant(rng.normal(2.0, 3.0, size=(2, 5, 16)), tf.float32)
-  ours = layer_norm("LayerNorm", "fused")
+  with kernels_scope("fused"):
+    ours = layer_norm("LayerNorm")
   reference = tf_keras.layers.LayerNormalization(epsilon=1e-12)
   for layer in (ours, reference):
     layer.build(x.shape)
@@ -84,7 +86,8 @@ def test_inference_runs_the_gelu_inside_the_intermediate_matmul(hidden_act, gelu
   with graph.as_default():
     x = tf.compat.v1.placeholder(tf.float32, [2, 5, 16])
     mask = tf.ones([2, 5], tf.int32)
-    layer = TransformerLayer(2, 8, 64, hidden_act, 0.1, 0.1, 0.02)
+    with kernels_scope("fused"):  # MatmulDense applies the GELU to its rows
+      layer = TransformerLayer(2, 8, 64, hidden_act, 0.1, 0.1, 0.02)
     y = layer((x, mask), training=False)
     with tf.compat.v1.Session(graph=graph) as session:
       session.run(tf.compat.v1.global_variables_initializer())

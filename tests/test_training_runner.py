@@ -12,6 +12,8 @@ import tf_keras
 
 import cli
 from cli import options
+import modeling
+from tests.helpers import TINY_BERT
 from training import inputs, runner, runtime
 from training import task as task_lib
 
@@ -80,6 +82,30 @@ def test_a_task_trains_resumes_and_evaluates(records, tmp_path):
   assert fresh.evaluate(task, batch_size=10) == pytest.approx(results, rel=1e-6)
 
 
+@pytest.mark.parametrize("kernels, device, family", [
+    ("auto", None, "fused"),  # this host: CPUs only
+    ("auto", "/job:localhost/replica:0/task:0/device:GPU:0", "keras"),
+    ("auto", "/job:worker/replica:0/task:0/device:TPU:0", "keras"),
+    ("fused", "/job:localhost/replica:0/task:0/device:GPU:0", "fused"),
+    ("keras", None, "keras"),
+])
+def test_the_runner_sets_the_kernels_for_its_strategys_devices(tmp_path, monkeypatch, kernels,
+                                                               device, family):
+  """--kernels (default auto) is resolved for the strategy's devices (a GPU or TPU faked here)
+  and is what the job's models are built with until the runner closes."""
+  assert runtime.RuntimeOptions().kernels == "auto"
+  strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+  if device:
+    monkeypatch.setattr(type(strategy.extended), "worker_devices", property(lambda _: (device,)))
+  monkeypatch.setattr(runtime.RuntimeOptions, "build_strategy", lambda _: strategy)
+  job = runner.Runner(runtime.RuntimeOptions(kernels=kernels), tmp_path / "out")
+  assert modeling.current_kernels() == family
+  assert {layer.kernels for layer in modeling.build_classifier(TINY_BERT, 2).submodules
+          if hasattr(layer, "kernels")} == {family}
+  job.close()
+  assert modeling.current_kernels() == "fused"
+
+
 def test_evaluation_weights_policy(records, tmp_path):
   task = LinearTask(records)
   options = runtime.RuntimeOptions()
@@ -97,7 +123,7 @@ def test_evaluation_weights_policy(records, tmp_path):
 
 @pytest.mark.parametrize("name, value, message", [
     ("dtype", "float16", "--dtype must be one of float32, mixed_float16, mixed_bfloat16"),
-    ("kernels", "cuda", "--kernels must be one of fused, keras, got 'cuda'"),
+    ("kernels", "cuda", "--kernels must be one of auto, fused, keras, got 'cuda'"),
     ("optimizer", "sgd", "--optimizer must be one of adamw, adamw_corrected, lamb"),
     ("distribution_strategy", "all", "--distribution_strategy must be one of one_device"),
     ("gradient_accumulation_steps", 0, "--gradient_accumulation_steps must be positive, got 0"),

@@ -22,7 +22,8 @@ RUNTIME = dict(distribution_strategy="mirrored", dtype="mixed_bfloat16", use_xla
 
 @pytest.fixture(name="spy")
 def fixture_spy(monkeypatch):
-  """Records the Trainer (without training), the seed and the models' kernels."""
+  """Records the Trainer (without training), the seed and the kernels the models are built
+  with."""
   seen = {"kernels": []}
 
   def train(trainer):
@@ -31,7 +32,7 @@ def fixture_spy(monkeypatch):
 
   def recording(build):
     def wrapped(*args, **kwargs):
-      seen["kernels"].append(kwargs.get("kernels"))
+      seen["kernels"].append(modeling.current_kernels())
       return build(*args, **kwargs)
     return wrapped
 

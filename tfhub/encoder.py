@@ -15,7 +15,7 @@ any device that loads it.
 import tensorflow as tf
 import tf_keras as keras
 
-from modeling import build_encoder, build_pretraining_model
+from modeling import build_encoder, build_pretraining_model, kernels_scope
 from tfhub.preprocessing import HUB_INPUT_NAMES
 
 SIGNATURE_ENCODER = "serving_default"
@@ -38,11 +38,12 @@ def build_hub_encoder(config, with_mlm):
   head's variables are kept out of `encoder.variables`, so fine-tuning the
   encoder does not see them.
   """
-  if with_mlm:
-    weights_model = build_pretraining_model(config, return_all_layers=True, kernels="keras")
-    bert = weights_model.get_layer("bert")
-  else:
-    weights_model = bert = build_encoder(config, return_all_layers=True, kernels="keras")
+  with kernels_scope("keras"):
+    if with_mlm:
+      weights_model = build_pretraining_model(config, outputs="all_layers")
+      bert = weights_model.get_layer("bert")
+    else:
+      weights_model = bert = build_encoder(config, outputs="all_layers")
   inputs = _hub_inputs()
   outputs = bert(_ours(inputs))
   encoder = keras.Model(inputs, {

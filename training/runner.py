@@ -1,12 +1,14 @@
 """`Runner`: the one job skeleton every trainer runs its `Task` on.
 
 It owns, for every trainer alike: the strategy (built before any other
-TensorFlow work, as multi-worker collectives require), the seed, output_dir,
+TensorFlow work, as multi-worker collectives require), the kernel family for
+the strategy's devices (`modeling.kernels`), the seed, output_dir,
 training with resume (`training.loop.Trainer`), the which-weights policy for
 evaluation and prediction, `eval_results.txt`, and the lock that keeps a
 second process out of output_dir until `close()`.
 """
 
+import contextlib
 import os
 
 from absl import logging
@@ -14,6 +16,7 @@ import tf_keras
 
 from cli import FlagError
 from fileio import filesystem
+from modeling import kernels as kernels_lib
 from training import checkpointing, evaluation, loop, optimizer, output_lock, precision
 from training import strategy as strategy_lib
 from training import task as task_lib
@@ -49,11 +52,17 @@ class Runner:
     self.model = None
     self._model_task = None  # the task `model` was built for
     self.global_step = None
+    # The family every model and loss of the job is built with, until `close()`.
+    self._settings = contextlib.ExitStack()
+    family = self._settings.enter_context(kernels_lib.kernels_scope(
+        options.kernels, self.strategy.extended.worker_devices))
+    logging.info("Kernels: %s (--kernels=%s)", family, options.kernels)
 
   def close(self):
-    """Ends the run: releases output_dir's lock."""
+    """Ends the run: releases output_dir's lock, restores the kernel family."""
     if self._lock is not None:
       self._lock.release()
+    self._settings.close()
 
   @property
   def is_chief(self):

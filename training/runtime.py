@@ -12,7 +12,7 @@ from typing import Optional
 
 from cli import FlagError, options
 from cli.options import option
-from modeling.kernels import KERNELS  # the model's build option, passed through by the tasks
+from modeling.kernels import KERNELS  # the kernel family, which the runner sets for the job
 from training import optimizer, precision
 from training import strategy as strategy_lib
 
@@ -38,7 +38,8 @@ class RuntimeOptions:
                       choices=precision.DTYPES)
   use_xla: bool = option(False, "Compile the forward and backward pass with XLA.")
   kernels: str = option(
-      "fused", "fused = CPU-tuned kernels (measured on CPU); keras = stock Keras/TF ops.",
+      "auto", "fused = CPU-tuned kernels (measured on CPU only); keras = stock Keras/TF ops; "
+      "auto = fused when the strategy's devices are CPUs, keras on a GPU or TPU.",
       choices=KERNELS)
   optimizer: str = option(
       "adamw", "adamw = Google's AdamWeightDecay; adamw_corrected = the same with Adam's bias "

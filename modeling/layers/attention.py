@@ -5,7 +5,7 @@ import math
 import tensorflow as tf
 import tf_keras as keras
 
-from modeling.kernels import check_kernels
+from modeling.kernels import current_kernels
 from modeling.layers.dense import dense_layer
 from modeling.layers.dropout import dropout_layer
 from modeling.layers.normalization import build_sublayer, truncated_normal
@@ -35,27 +35,26 @@ class SelfAttention(keras.layers.Layer):
   unpacked (zeros at padding) for the attention, and without `queries` the
   output is packed rows [1, T, hidden] too.
 
-  kernels: "fused" or "keras" (see `modeling.kernels`).
+  Built with the current kernel family (`modeling.kernels`), kept as `kernels`.
   """
 
-  def __init__(self, num_heads, head_size, dropout_rate, initializer_range, kernels="fused",
-               **kwargs):
+  def __init__(self, num_heads, head_size, dropout_rate, initializer_range, **kwargs):
     super().__init__(**kwargs)
     self.num_heads = num_heads
     self.head_size = head_size
     self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
-    self.kernels = check_kernels(kernels)
+    self.kernels = current_kernels()
     hidden = num_heads * head_size
 
     def dense(name):
-      return dense_layer(hidden, kernels, kernel_initializer=truncated_normal(initializer_range),
+      return dense_layer(hidden, kernel_initializer=truncated_normal(initializer_range),
                          name=name, dtype=self.dtype_policy)
     self.query = dense("query")
     self.key = dense("key")
     self.value = dense("value")
     self.output_dense = dense("output_dense")
-    self.dropout = dropout_layer(dropout_rate, kernels, dtype=self.dtype_policy)
+    self.dropout = dropout_layer(dropout_rate, dtype=self.dtype_policy)
 
   def build(self, input_shape):
     hidden = self.num_heads * self.head_size
@@ -98,5 +97,5 @@ class SelfAttention(keras.layers.Layer):
     config = super().get_config()
     config.update(num_heads=self.num_heads, head_size=self.head_size,
                   dropout_rate=self.dropout_rate,
-                  initializer_range=self.initializer_range, kernels=self.kernels)
+                  initializer_range=self.initializer_range)
     return config

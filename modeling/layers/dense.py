@@ -10,7 +10,7 @@ per element and take as long as the layer's matmuls. As a matrix product
 import tensorflow as tf
 import tf_keras as keras
 
-from modeling.kernels import check_kernels
+from modeling.kernels import current_kernels
 
 
 def _sum_rows(x):
@@ -24,9 +24,13 @@ def _sum_rows(x):
 
 
 def add_bias(x, bias, kernels):
-  """x [..., C] + bias [C], as `tf.nn.bias_add`; with kernels="fused" the bias
-  gradient is a matrix product (`_sum_rows`), with "keras" TensorFlow's column sum."""
-  if check_kernels(kernels) == "keras":
+  """x [..., C] + bias [C], as `tf.nn.bias_add`; for the "fused" family the bias
+  gradient is a matrix product (`_sum_rows`), for "keras" TensorFlow's column sum.
+
+  kernels: the calling layer's family (`layer.kernels`): this runs when a model
+  is traced, which may be outside the `modeling.kernels` setting it was built under.
+  """
+  if kernels == "keras":
     return tf.nn.bias_add(x, bias)
 
   @tf.custom_gradient
@@ -64,8 +68,8 @@ class MatmulDense(keras.layers.Dense):
     return outputs
 
 
-def dense_layer(units, kernels, **kwargs):
-  """A dense layer: `MatmulDense` for kernels="fused", Keras' `Dense` for "keras"
-  (same variables); kwargs as `keras.layers.Dense`'s."""
-  layer_class = MatmulDense if check_kernels(kernels) == "fused" else keras.layers.Dense
+def dense_layer(units, **kwargs):
+  """A dense layer: `MatmulDense` for the "fused" kernels, Keras' `Dense` for "keras"
+  (same variables; `modeling.kernels`); kwargs as `keras.layers.Dense`'s."""
+  layer_class = MatmulDense if current_kernels() == "fused" else keras.layers.Dense
   return layer_class(units, **kwargs)

@@ -3,7 +3,7 @@
 import tensorflow as tf
 import tf_keras as keras
 
-from modeling.kernels import check_kernels
+from modeling.kernels import current_kernels
 
 # A draw of 16 random bits u is dropped when u < round(rate * 2**16): the drop
 # probability is the rate to within 2**-17 (0.1 -> 0.100006).
@@ -74,7 +74,8 @@ class Dropout(keras.layers.Layer):
     return config
 
 
-def dropout_layer(rate, kernels, **kwargs):
-  """A dropout layer: our `Dropout` for kernels="fused", Keras' for "keras"."""
-  layer_class = Dropout if check_kernels(kernels) == "fused" else keras.layers.Dropout
+def dropout_layer(rate, **kwargs):
+  """A dropout layer: our `Dropout` for the "fused" kernels, Keras' for "keras"
+  (`modeling.kernels`)."""
+  layer_class = Dropout if current_kernels() == "fused" else keras.layers.Dropout
   return layer_class(rate, **kwargs)

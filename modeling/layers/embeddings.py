@@ -3,7 +3,7 @@
 import tensorflow as tf
 import tf_keras as keras
 
-from modeling.kernels import check_kernels
+from modeling.kernels import current_kernels
 from modeling.layers.dropout import dropout_layer
 from modeling.layers.normalization import build_sublayer, layer_norm, truncated_normal
 
@@ -16,11 +16,11 @@ class BertEmbeddings(keras.layers.Layer):
   under mixed precision (no autocast): the sum is taken in float32 and
   normalised before the cast.
 
-  kernels: "fused" or "keras" (see `modeling.kernels`).
+  Built with the current kernel family (`modeling.kernels`), kept as `kernels`.
   """
 
   def __init__(self, vocab_size, hidden_size, max_position_embeddings, type_vocab_size,
-               dropout_rate, initializer_range, kernels="fused", **kwargs):
+               dropout_rate, initializer_range, **kwargs):
     super().__init__(**kwargs)
     self.vocab_size = vocab_size
     self.hidden_size = hidden_size
@@ -28,9 +28,9 @@ class BertEmbeddings(keras.layers.Layer):
     self.type_vocab_size = type_vocab_size
     self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
-    self.kernels = check_kernels(kernels)
-    self.layer_norm = layer_norm("LayerNorm", kernels)
-    self.dropout = dropout_layer(dropout_rate, kernels, dtype=self.dtype_policy)
+    self.kernels = current_kernels()
+    self.layer_norm = layer_norm("LayerNorm")
+    self.dropout = dropout_layer(dropout_rate, dtype=self.dtype_policy)
 
   def build(self, input_shape):
     def table(name, rows):
@@ -61,5 +61,5 @@ class BertEmbeddings(keras.layers.Layer):
     config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
                   max_position_embeddings=self.max_position_embeddings,
                   type_vocab_size=self.type_vocab_size, dropout_rate=self.dropout_rate,
-                  initializer_range=self.initializer_range, kernels=self.kernels)
+                  initializer_range=self.initializer_range)
     return config

@@ -3,7 +3,7 @@
 import tensorflow as tf
 import tf_keras as keras
 
-from modeling.kernels import check_kernels
+from modeling.kernels import current_kernels
 
 # Google's `layer_norm` (tf.contrib) uses this epsilon, over the last axis.
 EPSILON = 1e-12
@@ -55,10 +55,11 @@ class LayerNorm(keras.layers.Layer):
     return _normalize(x, self.gamma, self.beta)
 
 
-def layer_norm(name, kernels):
-  """A float32 LayerNorm layer called `name`, as Google's: our `LayerNorm` for
-  kernels="fused", Keras' `LayerNormalization` for "keras" (same variables)."""
-  if check_kernels(kernels) == "fused":
+def layer_norm(name):
+  """A float32 LayerNorm layer called `name`, as Google's: our `LayerNorm` for the
+  "fused" kernels, Keras' `LayerNormalization` for "keras" (same variables;
+  `modeling.kernels`)."""
+  if current_kernels() == "fused":
     return LayerNorm(name=name)
   return keras.layers.LayerNormalization(epsilon=EPSILON, name=name, dtype="float32")
 

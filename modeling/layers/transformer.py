@@ -4,7 +4,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from modeling import activations
-from modeling.kernels import check_kernels
+from modeling.kernels import current_kernels
 from modeling.layers.attention import SelfAttention
 from modeling.layers.dense import dense_layer
 from modeling.layers.dropout import dropout_layer
@@ -25,11 +25,11 @@ class TransformerLayer(keras.layers.Layer):
   [batch, seq], and so is the output; `positions` [batch, q] are then rows of
   x, and the output at them is [batch, q, hidden] as above.
 
-  kernels: "fused" or "keras" (see `modeling.kernels`).
+  Built with the current kernel family (`modeling.kernels`), kept as `kernels`.
   """
 
   def __init__(self, num_heads, head_size, intermediate_size, hidden_act, hidden_dropout_rate,
-               attention_dropout_rate, initializer_range, kernels="fused", **kwargs):
+               attention_dropout_rate, initializer_range, **kwargs):
     super().__init__(**kwargs)
     self.num_heads = num_heads
     self.head_size = head_size
@@ -38,22 +38,21 @@ class TransformerLayer(keras.layers.Layer):
     self.hidden_dropout_rate = hidden_dropout_rate
     self.attention_dropout_rate = attention_dropout_rate
     self.initializer_range = initializer_range
-    self.kernels = check_kernels(kernels)
+    self.kernels = current_kernels()
     hidden = num_heads * head_size
     self.attention = SelfAttention(num_heads, head_size, attention_dropout_rate,
-                                   initializer_range, kernels, name="attention",
-                                   dtype=self.dtype_policy)
-    self.attention_dropout = dropout_layer(hidden_dropout_rate, kernels, dtype=self.dtype_policy)
-    self.attention_layer_norm = layer_norm("attention_LayerNorm", kernels)
+                                   initializer_range, name="attention", dtype=self.dtype_policy)
+    self.attention_dropout = dropout_layer(hidden_dropout_rate, dtype=self.dtype_policy)
+    self.attention_layer_norm = layer_norm("attention_LayerNorm")
     # The activation is applied in call(): training may use its compiled form.
     self.intermediate = dense_layer(
-        intermediate_size, kernels, kernel_initializer=truncated_normal(initializer_range),
+        intermediate_size, kernel_initializer=truncated_normal(initializer_range),
         name="intermediate", dtype=self.dtype_policy)
     self.output_dense = dense_layer(
-        hidden, kernels, kernel_initializer=truncated_normal(initializer_range),
+        hidden, kernel_initializer=truncated_normal(initializer_range),
         name="output_dense", dtype=self.dtype_policy)
-    self.output_dropout = dropout_layer(hidden_dropout_rate, kernels, dtype=self.dtype_policy)
-    self.output_layer_norm = layer_norm("output_LayerNorm", kernels)
+    self.output_dropout = dropout_layer(hidden_dropout_rate, dtype=self.dtype_policy)
+    self.output_layer_norm = layer_norm("output_LayerNorm")
 
   def build(self, input_shape):
     hidden = self.num_heads * self.head_size
@@ -83,10 +82,11 @@ class TransformerLayer(keras.layers.Layer):
     attention = tf.cast(self.attention_layer_norm(attention + queries), self.compute_dtype)
     if training is None:
       training = keras.backend.learning_phase()
-    # The compiled GELU only when training is known to be on (a boolean
-    # tensor decides only at run time): its kernels are compiled per shape.
-    activation = activations.get(self.hidden_act, training=bool(tf.get_static_value(training)),
-                                 kernels=self.kernels)
+    # The fused kernels' compiled GELU only when training is known to be on (a
+    # boolean tensor decides only at run time): it is compiled per shape.
+    activation = activations.get(
+        self.hidden_act,
+        compiled=self.kernels == "fused" and bool(tf.get_static_value(training)))
     if self.kernels == "fused":
       intermediate = self.intermediate(attention, activation=activation)
     else:
@@ -104,5 +104,5 @@ class TransformerLayer(keras.layers.Layer):
                   intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
                   hidden_dropout_rate=self.hidden_dropout_rate,
                   attention_dropout_rate=self.attention_dropout_rate,
-                  initializer_range=self.initializer_range, kernels=self.kernels)
+                  initializer_range=self.initializer_range)
     return config
