@@ -50,7 +50,7 @@ def main(argv):
       evaluation.read_na_probs(FLAGS.na_prob_file) if FLAGS.na_prob_file else None,
       FLAGS.na_prob_thresh, version, pred_source=pred_file, na_prob_source=FLAGS.na_prob_file)
   if FLAGS.out_file:
-    fileio.atomic_write_text(FLAGS.out_file, json.dumps(metrics) + "\n")
+    fileio.atomic_write_text(FLAGS.out_file, json.dumps(metrics) + "\n", FLAGS.overwrite)
   else:
     print(json.dumps(metrics, indent=2 if version == evaluation.V2 else None))
 

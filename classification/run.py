@@ -29,7 +29,7 @@ from classification import tfrecords
 from classification.features import pad_to_batch_multiple
 from classification.task import ClassifierTask
 from cli import FlagError
-from fileio import InputError, atomic_write_text, exists, isdir, open_file
+from fileio import InputError, atomic_write_text, count_records, exists, isdir, open_file
 import modeling
 import tokenization
 from training import runner as runner_lib
@@ -162,6 +162,8 @@ class ClassifierRun:
     else:
       cached = False
     if cached:
+      cached = _cache_intact(path, len(examples))
+    if cached:
       logging.info("Reusing %s (%d examples)", path, len(examples))
     else:
       tfrecords.file_based_convert_examples_to_features(
@@ -271,6 +273,21 @@ def run_classifier(options):
   job = ClassifierRun(options)
   with contextlib.closing(job.runner):
     return job.run()
+
+
+def _cache_intact(path, num_records):
+  """Whether the cached record file `path` holds its `num_records` records undamaged (a copy
+  cut short, a damaged disk); if not, a warning says it is written again."""
+  try:
+    found = count_records(path)
+  except InputError as e:
+    problem = str(e)
+  else:
+    if found == num_records:
+      return True
+    problem = f"{path} holds {found} records, expected {num_records}"
+  logging.warning("Writing %s again: %s", path, problem)
+  return False
 
 
 def _file_digest(path):

@@ -352,7 +352,7 @@ def run(options):
   tokenizer = tokenization.FullTokenizer(o.vocab_file, do_lower_case=o.do_lower_case)
   tokenizer.check_vocab_size(config.vocab_size, o.bert_config_file or o.init_checkpoint)
   try:
-    output = fileio.AtomicFile(path)
+    output = fileio.AtomicFile(path, overwrite=o.overwrite)
   except OSError as e:
     raise fileio.OutputError(f"cannot create {path}: {e.strerror} (--output_file says where "
                              "to write)") from None
