@@ -100,10 +100,11 @@ class ClassifierRun:
     self._task = None
 
   def model_config(self):
-    """(the model's BertConfig, what it was read from): bert_config_file, else init_checkpoint's."""
+    """(the model's BertConfig, what it was read from): bert_config_file, else init_checkpoint's,
+    else output_dir's."""
     o = self.options
-    return (modeling.resolve_config(o.bert_config_file, o.init_checkpoint),
-            o.bert_config_file or o.init_checkpoint)
+    config = modeling.resolve_config(o.bert_config_file, o.init_checkpoint, o.output_dir)
+    return config, o.bert_config_file or o.init_checkpoint or config.source
 
   @property
   def strategy(self):

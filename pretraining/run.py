@@ -84,7 +84,8 @@ def run(options):
   Raises cli.UserError subclasses for what the user can fix (flags, input
   files, configs, checkpoints, a non-finite loss).
   """
-  bert_config = modeling.resolve_config(options.bert_config_file, options.init_checkpoint)
+  bert_config = modeling.resolve_config(options.bert_config_file, options.init_checkpoint,
+                                        options.output_dir)
   with contextlib.closing(runner_lib.Runner(options, options.output_dir,
                                             options.init_checkpoint)) as runner:
     files = resolve_input_files(options.input_file)

@@ -5,7 +5,9 @@ Mirrors Google's `run_squad.py`: training examples shuffled with
 int(len(train_examples) / train_batch_size * num_train_epochs), the predict
 file converted to `eval.tf_record`, and `predictions.json`,
 `nbest_predictions.json` (and `null_odds.json` for v2) in output_dir. Beyond
-Google: when the predict file has answers, the official metrics go to
+Google: the model's `bert_config.json` beside the checkpoints (so output_dir
+needs no --bert_config_file later, for --do_predict or as an init_checkpoint);
+when the predict file has answers, the official metrics go to
 `eval_results.txt`, and `tune_null_threshold` does Google's README recipe for
 v2.0 in one run (predict, find the official best_f1_thresh over null_odds,
 write the predictions with it: no second pass of the model), and
@@ -100,11 +102,11 @@ class SquadRun:
   def __init__(self, options):
     self.options = o = options
     tokenization.validate_case_matches_checkpoint(o.do_lower_case, o.init_checkpoint)
-    self.config = modeling.resolve_config(o.bert_config_file, o.init_checkpoint)
+    self.config = modeling.resolve_config(o.bert_config_file, o.init_checkpoint, o.output_dir)
+    self.config_source = o.bert_config_file or o.init_checkpoint or self.config.source
     self.config.check_seq_length(o.max_seq_length)
     self.tokenizer = tokenization.FullTokenizer(o.vocab_file, do_lower_case=o.do_lower_case)
-    self.tokenizer.check_vocab_size(self.config.vocab_size,
-                                    o.bert_config_file or o.init_checkpoint)
+    self.tokenizer.check_vocab_size(self.config.vocab_size, self.config_source)
     if o.export_dir:
       from squad import export  # pylint: disable=import-outside-toplevel
       export.check_export_dir(o.export_dir, o.output_dir, o.overwrite_export)
@@ -136,6 +138,8 @@ class SquadRun:
     if num_train_steps < 1:
       raise FlagError(f"{len(examples)} examples, train_batch_size {o.train_batch_size} and "
                       f"num_train_epochs {o.num_train_epochs} give no training step")
+    if self.runner.is_chief:  # output_dir is then a checkpoint directory every script reads
+      modeling.save_config(self.config, o.output_dir, self.config_source)
     features = self._features(task_lib.TRAIN, examples)
     logging.info("***** Running training *****\n  Num orig examples = %d\n"
                  "  Num split examples = %d\n  Batch size = %d\n  Num steps = %d",
