@@ -859,3 +859,39 @@ def test_row(row, results, data):
   leftovers = [name for name in os.listdir(tmp)
                if re.search(r"\.(tmp|staging|old)-\d+$|\.incomplete", name)]
   assert not leftovers, leftovers
+
+
+def test_two_runs_on_one_output(tmp_path):
+  """Two build_vocab runs on one output at once, without --overwrite: the one that ends last
+  keeps the other's file and says so (exit 1) instead of replacing it silently. The first is
+  paused (SIGSTOP) past its output check while the second runs from start to end."""
+  (tmp_path / "big.txt").write_text((SAMPLE / "corpus.txt").read_text() * 5)
+  env = dict(os.environ, PYTHONPATH=str(REPO))
+
+  def command(input_file):
+    return [sys.executable, str(REPO / "build_vocab.py"), f"--input_file={input_file}",
+            f"--output_file={tmp_path}/vocab.txt", "--vocab_size=500"]
+
+  with open(tmp_path / "first.txt", "w+", encoding="utf-8") as err:
+    first = subprocess.Popen(command(tmp_path / "big.txt"), stderr=err, env=env)
+    try:
+      deadline = time.time() + TIMEOUT
+      while "Reading 1 file" not in _read(err):
+        assert first.poll() is None and time.time() < deadline, _read(err)[-3000:]
+        time.sleep(0.02)
+      first.send_signal(signal.SIGSTOP)
+      second = subprocess.run(command(SAMPLE / "corpus.txt"), capture_output=True, text=True,
+                              env=env, timeout=TIMEOUT, check=False)
+      assert second.returncode == 0, second.stderr[-3000:]
+      written = (tmp_path / "vocab.txt").read_text()
+      first.send_signal(signal.SIGCONT)
+      first.wait(timeout=TIMEOUT)
+    finally:
+      first.kill()
+      first.wait()
+    stderr = _read(err)
+  assert first.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+  assert re.search(r"(?m)^build_vocab: error: output '.*/vocab\.txt' was written by another run "
+                   r"while this one ran: kept it, and discarded this run's output$", stderr)
+  assert (tmp_path / "vocab.txt").read_text() == written
+  assert sorted(os.listdir(tmp_path)) == ["big.txt", "first.txt", "vocab.txt"]
