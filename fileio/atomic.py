@@ -151,6 +151,20 @@ def atomic_write_text(path, text, overwrite=True):
     f.write(text)
 
 
+def _new_directory_beside(path, kind):
+  """Creates the empty directory `temporary_path(path, kind)`, once the stale temporaries of
+  `path` are removed; returns its path."""
+  temp = temporary_path(path, kind)
+  filesystem.delete(temp)  # left by a crashed process that had our pid
+  remove_stale_temporaries(path)
+  try:
+    filesystem.makedirs(temp)
+  except OSError as e:
+    name_output(e, path)
+    raise
+  return temp
+
+
 @contextlib.contextmanager
 def atomic_directory(path, overwrite=True):
   """Yields a new empty directory beside `path` that replaces `path` only if the block succeeds.
@@ -164,14 +178,7 @@ def atomic_directory(path, overwrite=True):
   files, so there it is not atomic; TensorFlow's ram:// does not move them at all.
   """
   path = _link_target(path)
-  temp = temporary_path(path)
-  filesystem.delete(temp)  # left by a crashed process that had our pid
-  remove_stale_temporaries(path)
-  try:
-    filesystem.makedirs(temp)
-  except OSError as e:
-    name_output(e, path)
-    raise
+  temp = _new_directory_beside(path, "tmp")
   try:
     yield temp
     if overwrite:
@@ -197,14 +204,7 @@ def staging_directory(path):
     with tempfile.TemporaryDirectory() as staging:
       yield staging
     return
-  staging = temporary_path(path, "staging")
-  filesystem.delete(staging)  # left by a crashed process that had our pid
-  remove_stale_temporaries(path)
-  try:
-    filesystem.makedirs(staging)
-  except OSError as e:
-    name_output(e, path)
-    raise
+  staging = _new_directory_beside(path, "staging")
   try:
     yield staging
   finally:

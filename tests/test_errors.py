@@ -277,11 +277,8 @@ def _user_files_unchanged(tmp, data):
 def _killed_then_run_again(tmp, data):
   """After a SIGKILL (its temporary left), the same command succeeds and removes it."""
   (killed,) = [name for name in os.listdir(tmp) if name.startswith(".out.tfrecord.tmp-")]
-  row = ROWS_BY_ID["sigkill-pretraining-data"]
-  again = subprocess.run(_command(row, tmp, data), cwd=tmp, capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=str(REPO)), check=False)
-  assert again.returncode == 0, again.stderr[-3000:]
-  assert f"Removing {tmp}/{killed}, left by process" in again.stderr
+  assert f"Removing {tmp}/{killed}, left by process" in _run_again("sigkill-pretraining-data",
+                                                                    tmp, data)
   assert os.path.exists(f"{tmp}/out.tfrecord")
 
 

@@ -227,7 +227,7 @@ def test_count_records_checks_every_record(root):
                               r"its 304-byte body"),
       (flipped, r"record 3 \(at byte 37\) is damaged: its data fails its CRC"),
       (damaged_length, r"record 2 \(at byte 21\) is damaged: its length fails its CRC"),
-      (b"not a record file\n", r"record 1 \(at byte 0\) is damaged: its length fails")]:
+      (b"not a record file\n", r"not a TFRecord file \(its first bytes are no record header")]:
     with atomic_output(path, "wb") as f:
       f.write(data)
     with pytest.raises(InputError, match=r"^.*r\.tfrecord: " + message):
