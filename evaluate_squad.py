@@ -57,7 +57,7 @@ def main(argv):
       evaluation.read_na_probs(o.na_prob_file) if o.na_prob_file else None,
       o.na_prob_thresh, version, pred_source=pred_file, na_prob_source=o.na_prob_file)
   if o.out_file:
-    fileio.atomic_write_text(o.out_file, json.dumps(metrics) + "\n")
+    fileio.atomic_write_text(o.out_file, json.dumps(metrics) + "\n", o.overwrite)
   else:
     print(json.dumps(metrics, indent=2 if version == evaluation.V2 else None))
 

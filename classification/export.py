@@ -14,7 +14,6 @@ assets. Loading needs only `tensorflow` and `tensorflow_text` (for the WordPiece
 """
 
 import os
-import tempfile
 
 import tensorflow as tf
 
@@ -90,7 +89,8 @@ def export_saved_model(model, export_dir, vocab_file, do_lower_case, max_seq_len
 
   `label_list` is the label names in id order (None for regression). Returns export_dir.
   """
-  with tempfile.TemporaryDirectory() as staging, fileio.atomic_directory(export_dir) as saved:
+  with (fileio.staging_directory(export_dir) as staging,
+        fileio.atomic_directory(export_dir) as saved):
     # The label file is an asset: saving copies it into the SavedModel's assets/.
     label_file = labels_lib.save_label_list(staging, label_list or [], is_regression)
     module = ClassifierModule(model, vocab_file, do_lower_case, max_seq_length, label_list,

@@ -30,7 +30,8 @@ from classification.options import DataOptions
 from classification.task import ClassifierTask
 from cli import FlagError
 from cli.options import option, required
-from fileio import InputError, atomic_write_text, exists, isdir, open_file
+from fileio import (InputError, atomic_write_text, count_records, exists, isdir,
+                    open_file)
 import modeling
 from training import job as job_lib
 from training import runtime
@@ -145,6 +146,8 @@ class ClassifierRun(job_lib.FineTuningJob):
     else:
       cached = False
     if cached:
+      cached = _cache_intact(path, len(examples))
+    if cached:
       logging.info("Reusing %s (%d examples)", path, len(examples))
     else:
       tfrecords.file_based_convert_examples_to_features(
@@ -232,6 +235,21 @@ class ClassifierRun(job_lib.FineTuningJob):
 def run_classifier(options):
   """Runs `options` (a ClassifierOptions); returns the steps' results."""
   return job_lib.run_job(ClassifierRun, options)
+
+
+def _cache_intact(path, num_records):
+  """Whether the cached record file `path` holds its `num_records` records undamaged (a copy
+  cut short, a damaged disk); if not, a warning says it is written again."""
+  try:
+    found = count_records(path)
+  except InputError as e:
+    problem = str(e)
+  else:
+    if found == num_records:
+      return True
+    problem = f"{path} holds {found} records, expected {num_records}"
+  logging.warning("Writing %s again: %s", path, problem)
+  return False
 
 
 def _file_digest(path):

@@ -354,10 +354,11 @@ def run(options):
   tokenization.validate_case_matches_checkpoint(o.do_lower_case, o.init_checkpoint)
   config = modeling.resolve_config(o.bert_config_file, o.init_checkpoint)
   config.check_seq_length(o.max_seq_length)
-  tokenizer = tokenization.FullTokenizer(o.vocab_file, do_lower_case=o.do_lower_case)
+  tokenizer = tokenization.FullTokenizer(o.vocab_file, o.do_lower_case,
+                                         tokenization.SPECIAL_TOKENS + (tokenization.MASK_TOKEN,))
   tokenizer.check_vocab_size(config.vocab_size, o.bert_config_file or o.init_checkpoint)
   try:
-    output = fileio.AtomicFile(path)
+    output = fileio.AtomicFile(path, overwrite=o.overwrite)
   except OSError as e:
     raise fileio.OutputError(f"cannot create {path}: {e.strerror} (--output_file says where "
                              "to write)") from None

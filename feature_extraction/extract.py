@@ -115,7 +115,7 @@ def extract_features(config, init_checkpoint, tokenizer, input_file, output_file
     outputs = encoder(batch, training=False)["encoder_outputs"]
     return [outputs[i] for i in layer_indexes]
 
-  with atomic_output(output_file) as writer:
+  with atomic_output(output_file, overwrite=overwrite) as writer:
     for start in range(0, len(features), batch_size):
       chunk = features[start:start + batch_size]
       batch = {name: np.array([getattr(f, name) for f in chunk], np.int32)

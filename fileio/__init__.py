@@ -6,7 +6,8 @@ ram://, ...). Importing `fileio`, or using it on local paths only, does not
 import TensorFlow (`fileio.filesystem`).
 """
 
-from fileio.atomic import AtomicFile, atomic_directory, atomic_output, atomic_write_text
+from fileio.atomic import (AtomicFile, atomic_directory, atomic_output, atomic_write_text,
+                           staging_directory)
 from fileio.export_dir import check_export_dir
 from fileio.filesystem import (exists, file_size, isdir, isfile, missing_file, open_file,
                                read_json)
@@ -18,5 +19,5 @@ __all__ = [
     "AtomicFile", "InputError", "OutputError", "atomic_directory", "atomic_output",
     "atomic_write_text", "check_export_dir", "check_outputs", "count_records", "example_record",
     "exists", "file_size", "frame_record", "isdir", "isfile", "missing_file", "open_file",
-    "read_json", "resolve_input_files", "utf8_lines",
+    "read_json", "resolve_input_files", "staging_directory", "utf8_lines",
 ]

@@ -4,7 +4,8 @@ Readers see the old file or the complete new one, never a half-written one;
 on any exception (Ctrl-C included, and a full disk, whose error then names the
 target) the temporary is deleted. The temporary is `.<name>.tmp-<pid>` in the
 target's directory (a rename does not cross file systems), and is created as
-any file is, so its mode follows the umask. A
+any file is, so its mode follows the umask. A target that is a symbolic
+link is written where the link points; the link stays. A
 process killed mid-write (SIGKILL) cannot delete its temporary: the next
 write of the same local target removes those of processes no longer running.
 """
@@ -14,10 +15,19 @@ import errno
 import os
 import posixpath
 import sys
+import tempfile
 
 from absl import logging
 
 from fileio import filesystem
+from fileio.outputs import OutputError
+
+
+def _link_target(path):
+  """`path` itself, or where it points if it is a local symbolic link: an output written
+  through a link replaces the link's target, and the link stays."""
+  path = os.fspath(path).rstrip("/")
+  return os.path.realpath(path) if filesystem.is_local(path) and os.path.islink(path) else path
 
 
 def temporary_path(path, kind="tmp"):
@@ -57,18 +67,20 @@ def process_is_running(pid):
 
 
 def remove_stale_temporaries(path):
-  """Deletes the temporaries of `path` (local) left by processes that no longer run."""
+  """Deletes the temporaries and staging directories of `path` (local) left by processes that
+  no longer run."""
   if not filesystem.is_local(path):
     return
   head, name = posixpath.split(os.fspath(path).rstrip("/"))
-  prefix = f".{name}.tmp-"
   try:
     entries = os.listdir(head or ".")
   except FileNotFoundError:
     return
   for entry in entries:
-    pid = entry[len(prefix):]
-    if entry.startswith(prefix) and pid.isdigit() and not process_is_running(int(pid)):
+    prefix = next((p for p in (f".{name}.tmp-", f".{name}.staging-") if entry.startswith(p)),
+                  None)
+    pid = entry[len(prefix):] if prefix else ""
+    if pid.isdigit() and not process_is_running(int(pid)):
       logging.warning("Removing %s, left by process %s, which no longer runs",
                       posixpath.join(head, entry), pid)
       filesystem.delete(posixpath.join(head, entry))
@@ -81,9 +93,14 @@ class AtomicFile:
   files must be committed together.
   """
 
-  def __init__(self, path, mode="w"):
-    """`mode`: "w" (UTF-8 text, "\\n" line ends) or "wb"; the parent directory is created."""
-    self.path = os.fspath(path)
+  def __init__(self, path, mode="w", overwrite=True):
+    """`mode`: "w" (UTF-8 text, "\\n" line ends) or "wb"; the parent directory is created.
+
+    overwrite: False for an output the user did not allow to be replaced: if
+    another run wrote `path` meanwhile, `commit()` keeps it (`rename_new`).
+    """
+    self.path = _link_target(path)
+    self.overwrite = overwrite
     self.temp_path = temporary_path(self.path)
     parent = posixpath.dirname(self.path)
     if parent:
@@ -98,7 +115,7 @@ class AtomicFile:
   def commit(self):
     try:
       filesystem.sync_and_close(self.file, self.temp_path)
-      filesystem.rename(self.temp_path, self.path)
+      (filesystem.rename if self.overwrite else rename_new)(self.temp_path, self.path)
     except BaseException as e:
       name_output(e, self.path)
       self.abort()
@@ -114,9 +131,10 @@ class AtomicFile:
 
 
 @contextlib.contextmanager
-def atomic_output(path, mode="w"):
-  """Yields a file (mode "w": UTF-8 text, or "wb") replacing `path` if the block succeeds."""
-  output = AtomicFile(path, mode)
+def atomic_output(path, mode="w", overwrite=True):
+  """Yields a file (mode "w": UTF-8 text, or "wb") replacing `path` if the block succeeds
+  (see `AtomicFile` for `overwrite`)."""
+  output = AtomicFile(path, mode, overwrite)
   try:
     yield output.file
   except BaseException as e:
@@ -126,24 +144,17 @@ def atomic_output(path, mode="w"):
   output.commit()
 
 
-def atomic_write_text(path, text):
-  """Writes `text` (UTF-8) to `path` so that readers never see a half-written file."""
-  with atomic_output(path, "w") as f:
+def atomic_write_text(path, text, overwrite=True):
+  """Writes `text` (UTF-8) to `path` so that readers never see a half-written file (see
+  `AtomicFile` for `overwrite`)."""
+  with atomic_output(path, "w", overwrite) as f:
     f.write(text)
 
 
-@contextlib.contextmanager
-def atomic_directory(path):
-  """Yields a new empty directory beside `path` that replaces `path` only if the block succeeds.
-
-  On any exception the new directory is deleted and `path` is left as it was; a full
-  disk met by TensorFlow's writers (a SavedModel's) becomes OSError ENOSPC naming `path`.
-  Readers see the old directory or the new one (or, for an instant, none),
-  never a partial one. On object stores (gs://) a directory rename copies its
-  files, so there it is not atomic; TensorFlow's ram:// does not move them at all.
-  """
-  path = os.fspath(path).rstrip("/")
-  temp = temporary_path(path)
+def _new_directory_beside(path, kind):
+  """Creates the empty directory `temporary_path(path, kind)`, once the stale temporaries of
+  `path` are removed; returns its path."""
+  temp = temporary_path(path, kind)
   filesystem.delete(temp)  # left by a crashed process that had our pid
   remove_stale_temporaries(path)
   try:
@@ -151,14 +162,83 @@ def atomic_directory(path):
   except OSError as e:
     name_output(e, path)
     raise
+  return temp
+
+
+@contextlib.contextmanager
+def atomic_directory(path, overwrite=True):
+  """Yields a new empty directory beside `path` that replaces `path` only if the block succeeds.
+
+  On any exception the new directory is deleted and `path` is left as it was; a full
+  disk met by TensorFlow's writers (a SavedModel's) becomes OSError ENOSPC naming `path`.
+  overwrite: False for an export the user did not allow to replace a
+  SavedModel: if another run filled `path` meanwhile, it is kept (`rename_new`).
+  Readers see the old directory or the new one (or, for an instant, none),
+  never a partial one. On object stores (gs://) a directory rename copies its
+  files, so there it is not atomic; TensorFlow's ram:// does not move them at all.
+  """
+  path = _link_target(path)
+  temp = _new_directory_beside(path, "tmp")
   try:
     yield temp
-    replace_directory(temp, path)
+    if overwrite:
+      replace_directory(temp, path)
+    else:
+      rename_new(temp, path)
   except BaseException as e:
     filesystem.delete(temp)
     full_disk = tensorflow_full_disk(e, path)
     if full_disk:
       raise full_disk from None
+    raise
+
+
+@contextlib.contextmanager
+def staging_directory(path):
+  """Yields an empty scratch directory for what an export to `path` copies in (its assets),
+  deleted on exit. For a local `path` it is `.<name>.staging-<pid>` beside it, so that one
+  left by a killed process is removed by the next write of `path` (none is left in $TMPDIR);
+  elsewhere (gs://) a local temporary directory."""
+  path = _link_target(path)
+  if not filesystem.is_local(path):
+    with tempfile.TemporaryDirectory() as staging:
+      yield staging
+    return
+  staging = _new_directory_beside(path, "staging")
+  try:
+    yield staging
+  finally:
+    filesystem.delete(staging)
+
+
+def rename_new(source, target):
+  """Renames file or directory `source` to `target`, which must not exist (or, for a
+  directory, be empty): else OutputError, as another run wrote the same output meanwhile, and
+  `source` is left to its caller. Locally the test and the rename are one step (a hard link
+  for a file, a rename for a directory)."""
+  try:
+    if not filesystem.is_local(target):
+      if filesystem.exists(target) and not (filesystem.isdir(source) and
+                                            filesystem.isdir(target) and
+                                            not filesystem.listdir(target)):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target)
+      filesystem.rename(source, target)
+    elif os.path.isdir(source):
+      os.rename(source, target)  # replaces an empty directory only
+    else:
+      try:
+        os.link(source, target)
+      except OSError as e:  # a file system without hard links: test, then rename
+        if e.errno not in (errno.EPERM, errno.EOPNOTSUPP) or os.path.lexists(target):
+          raise
+        os.rename(source, target)
+      else:
+        os.remove(source)
+  except OSError as e:
+    if e.errno in (errno.EEXIST, errno.ENOTEMPTY) or (e.errno == errno.ENOTDIR and
+                                                       os.path.lexists(target)):
+      raise OutputError(f"output {target!r} was written by another run while this one ran: "
+                        "kept it, and discarded this run's output") from None
     raise
 
 

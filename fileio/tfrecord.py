@@ -60,6 +60,9 @@ def _scan(path):
         raise InputError(f"{_where(path, count, offset)} is cut: the file ends {len(header)} "
                          "bytes into its 12-byte header (a partial copy?)")
       length, length_crc = struct.unpack("<QI", header)
+      if _masked_crc(header[:8]) != length_crc and offset == 0:
+        raise InputError(f"{path}: not a TFRecord file (its first bytes are no record header: "
+                         "text, or another format?)")
       if _masked_crc(header[:8]) != length_crc:
         raise InputError(f"{_where(path, count, offset)} is damaged: its length fails its CRC "
                          "(not a TFRecord file, or corrupted)")

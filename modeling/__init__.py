@@ -10,7 +10,7 @@ Public API:
   masked_lm_loss, next_sentence_loss, pretraining_loss  -- Google's losses
   load_checkpoint(model, path)                     -- Google TF1 / HF / our TF2, detected
   load_config(path)                                -- the BertConfig stored with a checkpoint
-  resolve_config(bert_config_file, init_checkpoint)  -- the fine-tuning scripts' config
+  resolve_config(bert_config_file, init_checkpoint, output_dir)  -- the trainers' config
   save_config(config, directory)                   -- bert_config.json beside checkpoints
   BertCheckpointing                                -- a trainer task's checkpoint methods
   save_google_checkpoint(model, prefix)            -- write Google's TF1 format

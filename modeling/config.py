@@ -61,6 +61,9 @@ class BertConfig:
   max_position_embeddings: int = 512
   type_vocab_size: int = 16
   initializer_range: float = 0.02
+  # The file the config was read from, for messages (None: built in code); not a field, so
+  # it is neither compared nor written.
+  source = None
 
   def __post_init__(self):
     self.validate()
@@ -90,11 +93,14 @@ class BertConfig:
       raise ConfigError(f"{source}: " + "; ".join(problems))
 
   def check_seq_length(self, max_seq_length):
-    """Raises ConfigError (Google's message) when max_seq_length exceeds the position table."""
+    """Raises ConfigError (Google's message, naming the flag and the config's file) when
+    max_seq_length exceeds the position table."""
     if max_seq_length > self.max_position_embeddings:
+      where = f" in {self.source}" if self.source else ""
       raise ConfigError(f"Cannot use sequence length {max_seq_length} because the BERT model "
                         f"was only trained up to sequence length "
-                        f"{self.max_position_embeddings}")
+                        f"{self.max_position_embeddings} (--max_seq_length={max_seq_length}; "
+                        f"max_position_embeddings{where})")
 
   @property
   def head_size(self):
@@ -113,10 +119,14 @@ class BertConfig:
     return cls(**values)
 
   @classmethod
-  def from_dict(cls, values, source="config"):
-    """Builds a config from a dict with Google's keys (see the module doc for the rules)."""
+  def from_dict(cls, values, source=None):
+    """Builds a config from a dict with Google's keys (see the module doc for the rules).
+
+    source: the file it was read from (kept as `.source`), named by errors.
+    """
+    name = source or "config"
     if not isinstance(values, dict):
-      raise ConfigError(f"{source}: expected a JSON object, got {type(values).__name__}")
+      raise ConfigError(f"{name}: expected a JSON object, got {type(values).__name__}")
     fields = [f.name for f in dataclasses.fields(cls)]
     problems = []
     for key in values:
@@ -129,18 +139,19 @@ class BertConfig:
       problems.append("missing required key" + ("s " if len(missing) > 1 else " ") +
                       ", ".join(repr(key) for key in missing))
     if problems:
-      raise ConfigError(f"{source}: " + "; ".join(problems))
+      raise ConfigError(f"{name}: " + "; ".join(problems))
     ignored = [key for key in values if key in IGNORED_KEYS]
     defaulted = [key for key in fields if key not in values]
     if ignored or defaulted:
-      logging.warning("%s: %s", source, "; ".join(
+      logging.warning("%s: %s", name, "; ".join(
           ([f"ignored {', '.join(ignored)} (no such weights here)"] if ignored else []) +
           ([f"Google's defaults for {', '.join(defaulted)}"] if defaulted else [])))
     kwargs = {k: v for k, v in values.items() if k in fields}
     config = object.__new__(cls)  # Skips __post_init__: the error below names `source`.
     for f in dataclasses.fields(cls):
       object.__setattr__(config, f.name, kwargs.get(f.name, f.default))
-    config.validate(source)
+    config.validate(name)
+    object.__setattr__(config, "source", source)
     return config
 
   @classmethod

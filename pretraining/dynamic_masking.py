@@ -15,8 +15,7 @@ masks, and the same seed draws the same ones.
 
 import tensorflow as tf
 
-from cli import FlagError
-from tokenization.vocab import load_vocab
+from tokenization.vocab import MASK_TOKEN, check_special_tokens, load_vocab
 
 
 class DynamicMasker:
@@ -26,10 +25,7 @@ class DynamicMasker:
                do_whole_word_mask=False):
     vocab = list(load_vocab(vocab_file))
     ids = {token: i for i, token in enumerate(vocab)}
-    missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in ids]
-    if missing:
-      raise FlagError(f"--vocab_file {vocab_file!r} has no {', '.join(missing)}: dynamic "
-                      "masking needs them")
+    check_special_tokens(ids, vocab_file, ("[CLS]", "[SEP]", MASK_TOKEN))
     self.cls_id, self.sep_id, self.mask_id = ids["[CLS]"], ids["[SEP]"], ids["[MASK]"]
     self.vocab_size = len(vocab)
     self.max_predictions_per_seq = max_predictions_per_seq

@@ -28,9 +28,9 @@ def _example(serialized, where):
 def _first_example(path):
   try:
     records = list(tf.data.TFRecordDataset(path).take(1).as_numpy_iterator())
-  except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
-    raise InputError(f"{path}: not a readable TFRecord file ({e.message.splitlines()[0]})"
-                     ) from None
+  except (tf.errors.DataLossError, tf.errors.InvalidArgumentError):
+    count_records(path)  # names what is wrong (not a TFRecord file, cut, damaged)
+    raise InputError(f"{path}: not a readable TFRecord file") from None
   if not records:
     raise InputError(f"{path}: holds no record")
   return _example(records[0], f"{path}: record 1")

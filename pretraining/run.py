@@ -95,7 +95,7 @@ class PretrainingJob(job_lib.Job):
   def __init__(self, options):
     self.options = options
     self.bert_config = modeling.resolve_config(options.bert_config_file,
-                                               options.init_checkpoint)
+                                               options.init_checkpoint, options.output_dir)
     super().__init__(options, options.init_checkpoint)
     self.task = None
 

@@ -106,13 +106,11 @@ class _Worker:
 
   def __init__(self, config):
     self.config = config
-    self.tokenizer = tokenization.FullTokenizer(config.vocab_file, config.do_lower_case)
+    self.tokenizer = tokenization.FullTokenizer(
+        config.vocab_file, config.do_lower_case,
+        tokenization.SPECIAL_TOKENS + (tokenization.MASK_TOKEN,))
     self.word_ids = instances.WordIds(self.tokenizer)
     vocab = self.tokenizer.vocab
-    missing = [t for t in ("[CLS]", "[SEP]", "[MASK]", "[UNK]") if t not in vocab]
-    if missing:
-      raise tokenization.VocabError(
-          f"vocab file {config.vocab_file!r} lacks the special token(s) {', '.join(missing)}")
     self.cls_id, self.sep_id, self.mask_id = vocab["[CLS]"], vocab["[SEP]"], vocab["[MASK]"]
     self.vocab_size = len(vocab)
     self.is_continuation = (np.array([t.startswith("##") for t in vocab])

@@ -135,7 +135,7 @@ class ShardedRecordWriter:
     self._outputs = []
     try:
       for path in self.paths:
-        self._outputs.append(AtomicFile(path, "wb"))
+        self._outputs.append(AtomicFile(path, "wb", overwrite))
     except OSError as e:
       self.abort()
       raise OutputError(f"cannot create output file: {e}") from None

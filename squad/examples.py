@@ -69,8 +69,12 @@ def read_squad_file(path):
 
 
 def examples_from_dataset(dataset, input_file, is_training, version_2_with_negative=False):
-  """`read_squad_examples` on the parsed JSON of `input_file` (`read_squad_file`)."""
-  examples, skipped = [], []
+  """`read_squad_examples` on the parsed JSON of `input_file` (`read_squad_file`).
+
+  Questions to predict on a context with no word get Google's placeholder answer
+  ("empty", or "" for SQuAD 2.0): a warning names them.
+  """
+  examples, skipped, no_context = [], [], []
   for article in _get(dataset, "data", list, input_file):
     for paragraph in _get(article, "paragraphs", list, input_file):
       context = _get(paragraph, "context", str, input_file)
@@ -92,7 +96,13 @@ def examples_from_dataset(dataset, input_file, is_training, version_2_with_negat
           elif not _locate_answer(example, qa, context, word_starts, where):
             skipped.append(qas_id)
             continue
+        if not doc_tokens and not is_training:
+          no_context.append(qas_id)
         examples.append(example)
+  if no_context:
+    logging.warning("%s: %d question(s) have an empty context, so no answer can be found "
+                    "(the prediction is Google's placeholder): %s%s", input_file, len(no_context),
+                    ", ".join(no_context[:20]), ", ..." if len(no_context) > 20 else "")
   return examples, skipped
 
 

@@ -51,7 +51,6 @@ directory as ours for `check_export_dir`.
 import collections
 import json
 import os
-import tempfile
 
 import tensorflow as tf
 
@@ -251,7 +250,8 @@ def export_saved_model(model, export_dir, vocab_file, do_lower_case, max_seq_len
                   max_answer_length=max_answer_length, n_best_size=n_best_size,
                   version_2_with_negative=version_2_with_negative,
                   null_score_diff_threshold=null_score_diff_threshold)
-  with tempfile.TemporaryDirectory() as staging, fileio.atomic_directory(export_dir) as saved:
+  with (fileio.staging_directory(export_dir) as staging,
+        fileio.atomic_directory(export_dir) as saved):
     # The settings file is an asset: saving copies it into the SavedModel's assets/.
     settings_file = os.path.join(staging, SETTINGS_FILE)
     with open(settings_file, "w", encoding="utf-8") as f:

@@ -5,7 +5,9 @@ Mirrors Google's `run_squad.py`: training examples shuffled with
 int(len(train_examples) / train_batch_size * num_train_epochs), the predict
 file converted to `eval.tf_record`, and `predictions.json`,
 `nbest_predictions.json` (and `null_odds.json` for v2) in output_dir. Beyond
-Google: when the predict file has answers, the official metrics go to
+Google: the model's `bert_config.json` beside the checkpoints (so output_dir
+needs no --bert_config_file later, for --do_predict or as an init_checkpoint);
+when the predict file has answers, the official metrics go to
 `eval_results.txt`, and `tune_null_threshold` does Google's README recipe for
 v2.0 in one run (predict, find the official best_f1_thresh over null_odds,
 write the predictions with it: no second pass of the model), and
@@ -25,6 +27,7 @@ from absl import logging
 
 from cli import FlagError
 from cli.options import option, required
+import modeling
 from squad import evaluation
 from squad import predictions as predictions_lib
 from squad import records
@@ -129,6 +132,8 @@ class SquadRun(job_lib.FineTuningJob):
       raise FlagError(f"no training examples in {o.train_file}")
     random.Random(TRAIN_SHUFFLE_SEED).shuffle(examples)
     num_train_steps = self.train_steps(len(examples), o.num_train_epochs)
+    if self.runner.is_chief:  # output_dir is then a checkpoint directory every script reads
+      modeling.save_config(self.config, o.output_dir, self.config_source)
     features = self._features(task_lib.TRAIN, examples)
     logging.info("***** Running training *****\n  Num orig examples = %d\n"
                  "  Num split examples = %d\n  Batch size = %d\n  Num steps = %d",

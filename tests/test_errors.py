@@ -164,6 +164,9 @@ SETUPS = {
     "many_sentences": lambda tmp, data: _write(
         f"{tmp}/many.txt", "".join(f"Sentence number {i} is here.\n" for i in range(20_000))),
     "user_files": lambda tmp, data: _write_user_files(tmp, data),
+    "link_to_folder": lambda tmp, data: (os.makedirs(f"{tmp}/real"),
+                                         os.symlink("real", f"{tmp}/link")),
+    "stale_staging": lambda tmp, data: _stale_staging(tmp),
 }
 
 
@@ -182,6 +185,14 @@ def _user_files(data):
 def _write_user_files(tmp, data):
   for name, content in _user_files(data).items():
     _write(f"{tmp}/{name}", content)
+
+
+def _stale_staging(tmp):
+  """What an export_tfhub to {tmp}/hub killed by SIGKILL leaves: its staging folder (the
+  assets it copies in) and its half-written SavedModel, both beside the target."""
+  pid = _dead_pid()
+  _write(f"{tmp}/.hub.staging-{pid}/export_record.json", "{}")
+  _write(f"{tmp}/.hub.tmp-{pid}/saved_model.pb", b"half")
 
 
 def _truncated_checkpoint(tmp, data):
@@ -266,12 +277,45 @@ def _user_files_unchanged(tmp, data):
 def _killed_then_run_again(tmp, data):
   """After a SIGKILL (its temporary left), the same command succeeds and removes it."""
   (killed,) = [name for name in os.listdir(tmp) if name.startswith(".out.tfrecord.tmp-")]
-  row = ROWS_BY_ID["sigkill-pretraining-data"]
+  assert f"Removing {tmp}/{killed}, left by process" in _run_again("sigkill-pretraining-data",
+                                                                    tmp, data)
+  assert os.path.exists(f"{tmp}/out.tfrecord")
+
+
+def _run_again(row_id, tmp, data, *changes, drop=()):
+  """Runs row `row_id`'s command again in `tmp` with `changes` and `drop` (as `with_flags`);
+  returns its stderr, checked: exit 0, no traceback."""
+  row = ROWS_BY_ID[row_id]
+  names = {c.split("=")[0] for c in changes} | set(drop)
+  row = dataclasses.replace(row, flags=tuple(
+      f for f in row.flags if f.split("=")[0] not in names) + changes)
   again = subprocess.run(_command(row, tmp, data), cwd=tmp, capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(REPO)), check=False)
-  assert again.returncode == 0, again.stderr[-3000:]
-  assert f"Removing {tmp}/{killed}, left by process" in again.stderr
-  assert os.path.exists(f"{tmp}/out.tfrecord")
+  assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr[-3000:]
+  return again.stderr
+
+
+def _cut_cache_then_evaluate_again(tmp, data):
+  """The cached eval.tf_record cut short (a partial copy of output_dir): the same command
+  writes it again, with a warning, instead of a DataLossError."""
+  path = f"{tmp}/out/eval.tf_record"
+  with open(path, "r+b") as f:
+    f.truncate(os.path.getsize(path) - 100)
+  stderr = _run_again("cached-eval-records-cut", tmp, data)
+  assert re.search(r"Writing .*/out/eval\.tf_record again: .*record \d+ \(at byte \d+\) is cut",
+                   stderr), stderr[-3000:]
+
+
+def _evaluate_without_config(tmp, data):
+  """A finished run's output_dir holds bert_config.json: --do_eval needs no config flag."""
+  os.remove(f"{tmp}/out/eval_results.txt")
+  _run_again("eval-of-a-finished-run", tmp, data, drop=("--bert_config_file", "--do_train"))
+  assert os.path.exists(f"{tmp}/out/eval_results.txt")
+
+
+def _link_kept(tmp, data):
+  assert os.readlink(f"{tmp}/link") == "real"
+  assert sorted(os.listdir(tmp)) == ["link", "real", "stderr.txt"]
 
 
 def _modes_follow_umask_027(tmp, data):
@@ -379,9 +423,29 @@ ROWS = [
     Row("bad-optimizer", "run_pretraining", with_flags("run_pretraining", "--optimizer=adam"), 1,
         r"--optimizer"),
     Row("sequence-over-positions", "run_classifier", with_flags(
-        "run_classifier", "--max_seq_length=256"), 1, r"Cannot use sequence length 256"),
+        "run_classifier", "--max_seq_length=256"), 1,
+        r"Cannot use sequence length 256 because the BERT model was only trained up to "
+        r"sequence length 128 \(--max_seq_length=256; max_position_embeddings in "
+        r".*sample_data/bert_config\.json\)"),
     Row("vocab-of-another-size", "run_classifier", with_flags(
         "run_classifier", "--vocab_file={data}/vocab_small.txt"), 1, r"vocab"),
+    Row("vocab-without-unk", "run_classifier", with_flags(
+        "run_classifier", "--vocab_file={data}/vocab_no_unk.txt"), 1,
+        r"vocab_no_unk\.txt' lacks the special token\(s\) \[UNK\]", absent=("out",)),
+    Row("vocab-without-unk-features", "extract_features", with_flags(
+        "extract_features", "--vocab_file={data}/vocab_no_unk.txt"), 1,
+        r"vocab_no_unk\.txt' lacks the special token\(s\) \[UNK\]", absent=("out.jsonl",)),
+    Row("eval-of-a-finished-run", "run_classifier", with_flags("run_classifier", "--do_eval"), 0,
+        exist=("out/bert_config.json",), check=_evaluate_without_config, slow=True),
+    Row("squad-output-dir-has-config", "run_squad", with_flags(
+        "run_squad", "--train_batch_size=1", "--num_train_epochs=1"), 0,
+        exist=("out/bert_config.json", "out/model.ckpt-1.index"), slow=True),
+    Row("squad-empty-context", "run_squad", with_flags(
+        "run_squad", "--do_predict", "--predict_file={data}/squad_empty_context.json",
+        "--init_checkpoint={data}/pre", drop=("--do_train",)), 0,
+        r"(?m)squad_empty_context\.json: 1 question\(s\) have an empty context, so no answer can "
+        r"be found \(the prediction is Google's placeholder\): q2$",
+        exist=("out/predictions.json",), slow=True),
     Row("evaluate-one-argument", "evaluate_squad", ("{data}/squad.json",), 1,
         r"expected two arguments"),
     Row("squad-predict-without-file", "run_squad", with_flags(
@@ -423,7 +487,8 @@ ROWS = [
         r"flip\.tfrecord: record \d+ \(at byte \d+\) is damaged", setup="flipped_byte"),
     Row("tfrecord-not-a-tfrecord", "run_pretraining", with_flags(
         "run_pretraining", "--input_file={sample}/corpus.txt"), 1,
-        r"corpus\.txt: not a readable TFRecord file"),
+        r"corpus\.txt: not a TFRecord file \(its first bytes are no record header: text, or "
+        r"another format\?\)$"),
     Row("tfrecord-ids-over-vocab-later", "run_pretraining", with_flags(
         "run_pretraining", "--input_file={data}/pre.tfrecord,{data}/late_id.tfrecord"), 1,
         r"late_id\.tfrecord: record 301 does not match: feature 'input_ids' holds 5000"),
@@ -431,6 +496,9 @@ ROWS = [
         "run_pretraining", "--max_seq_length=128"), 1,
         r"pre\.tfrecord: record 1 does not match: feature 'input_ids' has length 64, "
         r"expected 128"),
+    Row("cached-eval-records-cut", "run_classifier", with_flags(
+        "run_classifier", "--init_checkpoint={data}/pre", "--do_eval", drop=("--do_train",)), 0,
+        exist=("out/eval_results.txt",), check=_cut_cache_then_evaluate_again, slow=True),
     # --- text inputs
     Row("features-empty-input", "extract_features", with_flags(
         "extract_features", "--input_file={tmp}/empty.txt"), 1, r"empty\.txt",
@@ -465,6 +533,12 @@ ROWS = [
         "build_vocab", "--input_file={tmp}/none*.txt"), 1, r"matches no file"),
     Row("vocab-file-missing", "create_pretraining_data", with_flags(
         "create_pretraining_data", "--vocab_file={tmp}/vocab.txt"), 1, r"vocab\.txt"),
+    Row("export-path-is-a-link", "export_tfhub", with_flags(
+        "export_tfhub", "--export_path={tmp}/link", "--overwrite_export"), 0,
+        exist=("real/saved_model.pb",), setup="link_to_folder", check=_link_kept, slow=True),
+    Row("stale-staging-of-a-killed-export", "export_tfhub", SCRIPT_FLAGS["export_tfhub"], 0,
+        r"Removing .*/\.hub\.staging-\d+, left by process", exist=("hub/saved_model.pb",),
+        setup="stale_staging", slow=True),
     Row("hub-export-not-a-savedmodel", "export_tfhub", with_flags(
         "export_tfhub", "--export_path={tmp}/mine"), 1, r"not a SavedModel",
         setup="not_a_savedmodel", check=_notes_kept),
@@ -712,6 +786,8 @@ def fixture_data(tmp_path_factory):
                                                         intermediate_size=256)))
   vocab = (SAMPLE / "vocab.txt").read_text().splitlines(keepends=True)
   (data / "vocab_small.txt").write_text("".join(vocab[:1000]))
+  (data / "vocab_no_unk.txt").write_text(  # as many tokens, one unknown word away from a KeyError
+      "".join("[UNUSED_UNK]\n" if token == "[UNK]\n" else token for token in vocab))
   (data / "sentences.txt").write_text("The cat sat on the mat.\nIt was warm ||| and dry.\n")
   copy_records_with_one_changed(  # a token id past the vocabulary (2,231) in record 301
       data / "pre.tfrecord", data / "late_id.tfrecord", 300,
@@ -721,6 +797,10 @@ def fixture_data(tmp_path_factory):
           "id": "q1", "question": "Where did the cat sit?",
           "answers": [{"text": "on the mat", "answer_start": 12}]}]}]}]}
   (data / "squad.json").write_text(json.dumps(squad))
+  questions = [{"context": context, "qas": [{"id": qas_id, "question": "Where did it sit?"}]}
+               for context, qas_id in (("The cat sat on the mat.", "q1"), (" ", "q2"))]
+  (data / "squad_empty_context.json").write_text(json.dumps(
+      {"version": "1.1", "data": [{"title": "t", "paragraphs": questions}]}))
   return str(data)
 
 
@@ -773,5 +853,42 @@ def test_row(row, results, data):
     assert not os.path.exists(os.path.join(tmp, path)), path
   if row.check:
     row.check(tmp, data)
-  leftovers = [name for name in os.listdir(tmp) if re.search(r"\.tmp-\d+$|\.incomplete", name)]
+  leftovers = [name for name in os.listdir(tmp)
+               if re.search(r"\.(tmp|staging|old)-\d+$|\.incomplete", name)]
   assert not leftovers, leftovers
+
+
+def test_two_runs_on_one_output(tmp_path):
+  """Two build_vocab runs on one output at once, without --overwrite: the one that ends last
+  keeps the other's file and says so (exit 1) instead of replacing it silently. The first is
+  paused (SIGSTOP) past its output check while the second runs from start to end."""
+  (tmp_path / "big.txt").write_text((SAMPLE / "corpus.txt").read_text() * 5)
+  env = dict(os.environ, PYTHONPATH=str(REPO))
+
+  def command(input_file):
+    return [sys.executable, str(REPO / "build_vocab.py"), f"--input_file={input_file}",
+            f"--output_file={tmp_path}/vocab.txt", "--vocab_size=500"]
+
+  with open(tmp_path / "first.txt", "w+", encoding="utf-8") as err:
+    first = subprocess.Popen(command(tmp_path / "big.txt"), stderr=err, env=env)
+    try:
+      deadline = time.time() + TIMEOUT
+      while "Reading 1 file" not in _read(err):
+        assert first.poll() is None and time.time() < deadline, _read(err)[-3000:]
+        time.sleep(0.02)
+      first.send_signal(signal.SIGSTOP)
+      second = subprocess.run(command(SAMPLE / "corpus.txt"), capture_output=True, text=True,
+                              env=env, timeout=TIMEOUT, check=False)
+      assert second.returncode == 0, second.stderr[-3000:]
+      written = (tmp_path / "vocab.txt").read_text()
+      first.send_signal(signal.SIGCONT)
+      first.wait(timeout=TIMEOUT)
+    finally:
+      first.kill()
+      first.wait()
+    stderr = _read(err)
+  assert first.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+  assert re.search(r"(?m)^build_vocab: error: output '.*/vocab\.txt' was written by another run "
+                   r"while this one ran: kept it, and discarded this run's output$", stderr)
+  assert (tmp_path / "vocab.txt").read_text() == written
+  assert sorted(os.listdir(tmp_path)) == ["big.txt", "first.txt", "vocab.txt"]

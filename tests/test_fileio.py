@@ -189,12 +189,15 @@ def test_temporaries_of_killed_processes_are_removed_by_the_next_write(tmp_path)
       (tmp_path / f".export.tmp-{pid}").mkdir()
     (tmp_path / f".other.txt.tmp-{dead.pid}").write_text("another target's")
     (tmp_path / f".export.old-{dead.pid}").mkdir()  # the previous export mid-swap: kept
+    (tmp_path / f".export.staging-{dead.pid}").mkdir()  # an export's assets, before saving
+    (tmp_path / f".export.staging-{live.pid}").mkdir()
     atomic_write_text(tmp_path / "out.txt", "done")
-    with atomic_directory(tmp_path / "export"):
+    with fileio.staging_directory(tmp_path / "export"), atomic_directory(tmp_path / "export"):
       pass
     assert sorted(os.listdir(tmp_path)) == sorted([
         "out.txt", "export", f".out.txt.tmp-{live.pid}", f".export.tmp-{live.pid}",
-        f".other.txt.tmp-{dead.pid}", f".export.old-{dead.pid}"])
+        f".other.txt.tmp-{dead.pid}", f".export.old-{dead.pid}",
+        f".export.staging-{live.pid}"])
   finally:
     live.kill()
     live.wait()
@@ -224,7 +227,7 @@ def test_count_records_checks_every_record(root):
                               r"its 304-byte body"),
       (flipped, r"record 3 \(at byte 37\) is damaged: its data fails its CRC"),
       (damaged_length, r"record 2 \(at byte 21\) is damaged: its length fails its CRC"),
-      (b"not a record file\n", r"record 1 \(at byte 0\) is damaged: its length fails")]:
+      (b"not a record file\n", r"not a TFRecord file \(its first bytes are no record header")]:
     with atomic_output(path, "wb") as f:
       f.write(data)
     with pytest.raises(InputError, match=r"^.*r\.tfrecord: " + message):
@@ -259,3 +262,59 @@ with fileio.atomic_directory(base + "/d"):
 assert "tensorflow" not in sys.modules, "fileio imported TensorFlow"
 """
   subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=60)
+
+
+def test_staging_directory_is_beside_the_target_and_removed(tmp_path):
+  with fileio.staging_directory(tmp_path / "export") as staging:
+    assert staging == str(tmp_path / f".export.staging-{os.getpid()}")
+    (tmp_path / staging / "asset.txt").write_text("x")
+  assert os.listdir(tmp_path) == []
+  with pytest.raises(KeyboardInterrupt):
+    with fileio.staging_directory(tmp_path / "export"):
+      raise KeyboardInterrupt
+  assert os.listdir(tmp_path) == []
+
+
+def test_outputs_through_a_link_are_written_where_it_points(tmp_path):
+  """A link to a directory (an export) or a file stays a link; its target gets the output."""
+  (tmp_path / "real").mkdir()
+  (tmp_path / "real" / "old").write_text("old")
+  (tmp_path / "link").symlink_to("real")
+  (tmp_path / "file.txt").write_text("old")
+  (tmp_path / "file-link").symlink_to("file.txt")
+  for _ in range(2):  # the second replaces a SavedModel-like directory already there
+    with fileio.staging_directory(tmp_path / "link"), atomic_directory(tmp_path / "link") as new:
+      (tmp_path / new / "v").write_text("new")
+  atomic_write_text(tmp_path / "file-link", "new")
+  assert os.readlink(tmp_path / "link") == "real" and os.listdir(tmp_path / "real") == ["v"]
+  assert os.readlink(tmp_path / "file-link") == "file.txt"
+  assert (tmp_path / "file.txt").read_text() == "new"
+  assert sorted(os.listdir(tmp_path)) == ["file-link", "file.txt", "link", "real"]
+
+
+def test_an_output_another_run_wrote_meanwhile_is_kept(root):
+  """Without overwrite, a target that appeared while this run wrote is not replaced."""
+  target = f"{root}/out.txt"
+  with pytest.raises(fileio.OutputError, match=r"out\.txt' was written by another run while "
+                     r"this one ran: kept it, and discarded this run's output"):
+    with atomic_output(target, overwrite=False) as f:
+      f.write("this run's")
+      _write(target, "the other run's")
+  assert _read(target) == "the other run's"
+  assert tf.io.gfile.listdir(root) == ["out.txt"]
+  atomic_write_text(f"{root}/new.txt", "mine", overwrite=False)  # no other run: written
+  assert _read(f"{root}/new.txt") == "mine"
+
+
+def test_an_export_another_run_filled_meanwhile_is_kept(tmp_path):
+  target = tmp_path / "export"
+  with pytest.raises(fileio.OutputError, match="was written by another run"):
+    with atomic_directory(target, overwrite=False) as new:
+      (tmp_path / new / "mine").write_text("1")
+      target.mkdir()
+      (target / "theirs").write_text("2")
+  assert os.listdir(target) == ["theirs"] and os.listdir(tmp_path) == ["export"]
+  (target / "theirs").unlink()
+  with atomic_directory(target, overwrite=False) as new:  # an empty directory is replaced
+    (tmp_path / new / "mine").write_text("1")
+  assert os.listdir(target) == ["mine"]

@@ -116,7 +116,7 @@ def test_new_masks_every_epoch_and_the_same_for_the_same_seed(records, google_vo
 def test_masker_needs_the_special_tokens(tmp_path):
   vocab = tmp_path / "vocab.txt"
   vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n")
-  with pytest.raises(FlagError, match=r"has no \[MASK\]: dynamic masking needs them"):
+  with pytest.raises(tokenization.VocabError, match=r"lacks the special token\(s\) \[MASK\]"):
     DynamicMasker(str(vocab), 5)
 
 

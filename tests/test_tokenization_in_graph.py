@@ -390,5 +390,5 @@ def test_vocab_errors(tmp_path):
     InGraphTokenizer(str(tmp_path / "missing.txt"))
   path = tmp_path / "vocab.txt"
   path.write_text("[PAD]\n[UNK]\n[SEP]\nthe\n", encoding="utf-8")
-  with pytest.raises(ValueError, match=r"has no \[CLS\] token"):
+  with pytest.raises(ValueError, match=r"lacks the special token\(s\) \[CLS\]"):
     InGraphTokenizer(str(path))

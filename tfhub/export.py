@@ -2,7 +2,6 @@
 
 import json
 import os
-import tempfile
 
 from absl import logging
 import tensorflow as tf
@@ -93,7 +92,8 @@ def export_saved_model(export_type, export_path, vocab_file, do_lower_case=None,
     root, entries = _encoder(export_type, vocab_file, do_lower_case, bert_config_file,
                              model_checkpoint_path)
     record.update(entries)
-  with tempfile.TemporaryDirectory() as staging, fileio.atomic_directory(export_path) as saved:
+  with (fileio.staging_directory(export_path) as staging,
+        fileio.atomic_directory(export_path, overwrite) as saved):
     record_file = os.path.join(staging, RECORD_FILE)
     with open(record_file, "w", encoding="utf-8") as f:
       json.dump(record, f, indent=2)

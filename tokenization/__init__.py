@@ -7,10 +7,11 @@
 
 from tokenization.basic import BasicTokenizer, convert_to_unicode
 from tokenization.full import FullTokenizer, validate_case_matches_checkpoint
-from tokenization.vocab import VocabError, load_vocab
+from tokenization.vocab import (MASK_TOKEN, SPECIAL_TOKENS, VocabError, check_special_tokens,
+                                load_vocab)
 from tokenization.wordpiece import WordpieceTokenizer
 
 __all__ = [
-    "BasicTokenizer", "FullTokenizer", "VocabError", "WordpieceTokenizer",
-    "convert_to_unicode", "load_vocab", "validate_case_matches_checkpoint",
+    "BasicTokenizer", "FullTokenizer", "MASK_TOKEN", "SPECIAL_TOKENS", "VocabError",
+    "WordpieceTokenizer", "check_special_tokens", "convert_to_unicode", "load_vocab", "validate_case_matches_checkpoint",
 ]

@@ -6,17 +6,21 @@ import re
 from cli import FlagError
 
 from tokenization.basic import BasicTokenizer
-from tokenization.vocab import VocabError, load_vocab
+from tokenization.vocab import SPECIAL_TOKENS, VocabError, check_special_tokens, load_vocab
 from tokenization.wordpiece import WordpieceTokenizer
 
 
 class FullTokenizer:
-  """End-to-end WordPiece tokenizer with the API of Google's `tokenization.FullTokenizer`."""
+  """End-to-end WordPiece tokenizer with the API of Google's `tokenization.FullTokenizer`.
 
-  def __init__(self, vocab_file, do_lower_case=True):
+  Unlike Google's, the vocabulary must hold `special_tokens` (VocabError otherwise).
+  """
+
+  def __init__(self, vocab_file, do_lower_case=True, special_tokens=SPECIAL_TOKENS):
     self.vocab_file = vocab_file
     self.do_lower_case = do_lower_case
     self.vocab = load_vocab(vocab_file)
+    check_special_tokens(self.vocab, vocab_file, special_tokens)
     self.inv_vocab = {i: t for t, i in self.vocab.items()}
     self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
     self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)

@@ -45,7 +45,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tokenization.chars import is_control
-from tokenization.vocab import VocabError, load_vocab
+from tokenization.vocab import check_special_tokens, load_vocab
 
 # Google's WordpieceTokenizer limit, in characters.
 MAX_CHARS_PER_WORD = 200
@@ -138,9 +138,7 @@ class InGraphTokenizer(tf.Module):
     super().__init__(name=name)
     vocab = list(load_vocab(vocab_file))
     ids = {t: i for i, t in enumerate(vocab)}
-    for token in ("[CLS]", "[SEP]", "[UNK]"):
-      if token not in ids:
-        raise VocabError(f"vocab file {vocab_file!r} has no {token} token")
+    check_special_tokens(ids, vocab_file)
     self.do_lower_case = do_lower_case
     self.vocab_size = len(vocab)
     self.mask_id = ids.get("[MASK]")  # None: the vocab has no [MASK]

@@ -10,6 +10,21 @@ class VocabError(UserError, ValueError):
   """A vocabulary file that cannot be used (missing, empty, duplicate or blank tokens)."""
 
 
+# What every script's inputs need: [CLS] and [SEP] frame the segments, [UNK] stands for a word
+# the vocabulary cannot spell. Masking (pre-training data, augmentation) needs [MASK] too.
+SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[UNK]")
+MASK_TOKEN = "[MASK]"
+
+
+def check_special_tokens(vocab, vocab_file, tokens=SPECIAL_TOKENS):
+  """Raises VocabError naming the `tokens` that `vocab` (its tokens, read from `vocab_file`)
+  lacks: caught when the vocabulary is loaded, not at the first unknown word."""
+  missing = [t for t in tokens if t not in vocab]
+  if missing:
+    raise VocabError(f"vocab file {vocab_file!r} lacks the special token(s) "
+                     f"{', '.join(missing)}: is it a BERT WordPiece vocabulary?")
+
+
 def load_vocab(vocab_file):
   """Reads `vocab_file` into an ordered {token: id} dict.
 

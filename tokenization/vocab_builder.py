@@ -94,9 +94,10 @@ def learn_vocab(word_counts, vocab_size, min_frequency=2, num_unused=10, source=
   return (reserved + char_tokens + pieces)[:vocab_size]
 
 
-def write_vocab(tokens, output_file):
-  """Writes one token per line (UTF-8, LF) atomically: a temp file renamed over `output_file`."""
-  with atomic_output(output_file) as f:
+def write_vocab(tokens, output_file, overwrite=True):
+  """Writes one token per line (UTF-8, LF) atomically: a temp file renamed over `output_file`
+  (one another run wrote meanwhile is kept unless `overwrite`)."""
+  with atomic_output(output_file, overwrite=overwrite) as f:
     f.writelines(t + "\n" for t in tokens)
 
 
@@ -116,6 +117,6 @@ def build_vocab_file(input_file, output_file, vocab_size, do_lower_case=True,
             else f"--input_file {input_file!r} ({len(files)} files)")
   tokens = learn_vocab(counts, vocab_size, min_frequency=min_frequency,
                        num_unused=num_unused, source=source)
-  write_vocab(tokens, output_file)
+  write_vocab(tokens, output_file, overwrite)
   logging.info("Wrote %d tokens to %s", len(tokens), output_file)
   return tokens

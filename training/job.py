@@ -121,10 +121,11 @@ class FineTuningJob(Job):
     super().__init__(options, o.init_checkpoint)
 
   def model_config(self):
-    """(the model's BertConfig, what it was read from): bert_config_file, else init_checkpoint's."""
+    """(the model's BertConfig, what it was read from): bert_config_file, else init_checkpoint's,
+    else output_dir's (a finished run evaluated again)."""
     o = self.options
-    return (modeling.resolve_config(o.bert_config_file, o.init_checkpoint),
-            o.bert_config_file or o.init_checkpoint)
+    config = modeling.resolve_config(o.bert_config_file, o.init_checkpoint, o.output_dir)
+    return config, o.bert_config_file or o.init_checkpoint or config.source
 
   def export_module(self):
     """The module with the job's `check_export_dir` and `export_saved_model`."""

@@ -102,8 +102,9 @@ def save_config(config, directory, source="--bert_config_file"):
   atomic_write_text(path, config.to_json_string())
 
 
-def resolve_config(bert_config_file, init_checkpoint):
-  """The fine-tuning scripts' config: bert_config_file, else the one stored with init_checkpoint.
+def resolve_config(bert_config_file, init_checkpoint, output_dir=None):
+  """The fine-tuning scripts' config: bert_config_file, else the one stored with init_checkpoint,
+  else the bert_config.json of output_dir (a finished or resumed run's, `save_config`).
 
   init_checkpoint is then checked first (CheckpointNotFoundError), so that a file that is no
   checkpoint (a .tfrecord given by mistake) is named as such, not read as a config.
@@ -111,8 +112,13 @@ def resolve_config(bert_config_file, init_checkpoint):
   if bert_config_file:
     return load_config(bert_config_file)
   if not init_checkpoint:
+    saved = os.path.join(output_dir, GOOGLE_CONFIG_NAME) if output_dir else None
+    if saved and tf.io.gfile.exists(saved):
+      return BertConfig.from_json_file(saved)
     raise ConfigError("pass bert_config_file (or an init_checkpoint that has its config beside "
-                      "it, such as an HF directory with config.json)")
+                      "it, such as an HF directory with config.json" +
+                      (", or the output_dir of a run that wrote its bert_config.json)"
+                       if output_dir else ")"))
   detect_format(init_checkpoint)
   return load_config(init_checkpoint)
 
