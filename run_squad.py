@@ -66,4 +66,5 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["vocab_file", "output_dir"])
-  cli.run(main, interrupted_note=training_flags.interrupted_note)
+  cli.run(main, interrupted_note=training_flags.interrupted_note,
+          terminated_note=training_flags.terminated_note)

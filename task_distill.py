@@ -43,4 +43,5 @@ def main(argv):
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "task_name", "vocab_file", "output_dir",
                                 "teacher_init_checkpoint"])
-  cli.run(main, interrupted_note=training_flags.interrupted_note)
+  cli.run(main, interrupted_note=training_flags.interrupted_note,
+          terminated_note=training_flags.terminated_note)

@@ -3,11 +3,13 @@
 A script calls `define_runtime_flags()` next to its own flags, then
 `flags.adopt_module_key_flags(training.flags)` so that `--help` lists them
 with the script's own, and builds its options with `options_from_flags`;
-`cli.run(main, interrupted_note=training.flags.interrupted_note)` says on
-Ctrl-C which checkpoint in --output_dir was kept.
+`cli.run(main, interrupted_note=training.flags.interrupted_note,
+terminated_note=training.flags.terminated_note)` says on Ctrl-C or SIGTERM (outside
+the training loop, which saves and names its own) which checkpoint in --output_dir was kept.
 """
 
 import dataclasses
+import signal
 
 from absl import flags
 
@@ -70,3 +72,8 @@ def options_from_flags(options_class, flag_values=flags.FLAGS, **overrides):
 def interrupted_note():
   """`cli.run`'s Ctrl-C note for a trainer: the checkpoint in --output_dir a rerun resumes."""
   return checkpointing.interrupted_note(flags.FLAGS.output_dir)
+
+
+def terminated_note():
+  """`cli.run`'s SIGTERM note for a trainer (see `interrupted_note`)."""
+  return checkpointing.interrupted_note(flags.FLAGS.output_dir, signal.SIGTERM)
