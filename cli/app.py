@@ -1,4 +1,5 @@
-"""`run(main)`: absl's app.run with Google's flags, user errors as one line, Ctrl-C as exit 130.
+"""`run(main)`: absl's app.run with Google's flags, user errors as one line, Ctrl-C as exit 130,
+SIGTERM as exit 143.
 
 A healthy run prints no error-level line: on a machine without an NVIDIA
 driver, TensorFlow's CUDA start-up logs `E... failed call to cuInit` (with
@@ -63,21 +64,36 @@ def _find_gpus_without_cuinit_error():
   os.write(2, b"".join(line for line in lines if b"failed call to cuInit" not in line))
 
 
-class _Interrupt:
-  """SIGINT's handler: KeyboardInterrupt, and a record that Ctrl-C was pressed.
+class Stopped(BaseException):
+  """The run stopped on SIGINT (Ctrl-C) or SIGTERM; `run` exits 130 or 143.
 
-  The KeyboardInterrupt lands between any two bytecodes; inside a library's
-  cleanup it can come out as another exception (TensorFlow's tf_stack asserts
-  "Concurrent access?" when it cuts a SavedModel save). Anything raised after
-  Ctrl-C is the interrupt's doing, so `run` reports it as the interrupt.
+  note: what the run kept and how to go on (None: the script's note). A
+  BaseException, as KeyboardInterrupt, so that no `except Exception` holds it up.
   """
-  pressed = False
+
+  def __init__(self, signum, note=None):
+    super().__init__(signum, note)
+    self.signum = signal.Signals(signum)
+    self.note = note
+
+
+class _Interrupt:
+  """SIGINT's and SIGTERM's handler: KeyboardInterrupt or `Stopped`, and a record of the signal.
+
+  The exception lands between any two bytecodes; inside a library's cleanup
+  it can come out as another exception (TensorFlow's tf_stack asserts
+  "Concurrent access?" when it cuts a SavedModel save). Anything raised after
+  the signal is the signal's doing, so `run` reports it as the stop.
+  """
+  signum = None
 
   @classmethod
   def handler(cls, signum, frame):
-    del signum, frame
-    cls.pressed = True
-    raise KeyboardInterrupt
+    del frame
+    cls.signum = signal.Signals(signum)
+    if signum == signal.SIGINT:
+      raise KeyboardInterrupt
+    raise Stopped(signum)
 
 
 def _parse_flags(argv):
@@ -91,7 +107,7 @@ def _parse_flags(argv):
     sys.exit(1)
 
 
-def run(main, interrupted_note=None):
+def run(main, interrupted_note=None, terminated_note=None):
   """Runs `main(argv)` under absl and exits with its status.
 
   `main` returns None or an exit status. A flag absl cannot parse, a
@@ -99,17 +115,24 @@ def run(main, interrupted_note=None):
   delete what they had written, and name the file they could not finish) and
   an OSError naming a path that cannot be used as asked (`_PATH_ERRORS`)
   print one line `<script>: error: <message>` and exit 1. KeyboardInterrupt
-  prints `<script>: interrupted` plus `interrupted_note()` (e.g. which
-  checkpoint was kept), if given, and exits 130; so does any other exception
-  raised after Ctrl-C (`_Interrupt`).
+  prints `<script>: interrupted` plus `; interrupted_note()` (e.g. which
+  checkpoint was kept), if given, and exits 130; SIGTERM (`Stopped`) prints
+  `<script>: terminated` plus `: terminated_note()` and exits 143. A `Stopped`
+  raised by `main` with a note of its own (a trainer that saved on the signal)
+  prints that note instead. Any other exception raised after one of these
+  signals (`_Interrupt`) is reported as the stop.
   """
   def wrapped(argv):
     name = _script_name()
 
-    def interrupted():
-      note = interrupted_note() if interrupted_note else None
-      print(f"{name}: interrupted" + (f"; {note}" if note else ""), file=sys.stderr)
-      sys.exit(130)
+    def stopped(signum, note=None):
+      if signum == signal.SIGTERM:
+        note = note or (terminated_note() if terminated_note else None)
+        print(f"{name}: terminated" + (f": {note}" if note else ""), file=sys.stderr)
+      else:
+        note = note or (interrupted_note() if interrupted_note else None)
+        print(f"{name}: interrupted" + (f"; {note}" if note else ""), file=sys.stderr)
+      sys.exit(128 + signum)
 
     try:
       status = main(argv)
@@ -123,18 +146,21 @@ def run(main, interrupted_note=None):
               "command again", file=sys.stderr)
       elif e.errno in _PATH_ERRORS and e.filename:
         print(f"{name}: error: {e.filename}: {e.strerror}", file=sys.stderr)
-      elif _Interrupt.pressed:
-        interrupted()
+      elif _Interrupt.signum:
+        stopped(_Interrupt.signum)
       else:
         raise
       sys.exit(1)
     except KeyboardInterrupt:
-      interrupted()
+      stopped(signal.SIGINT)
+    except Stopped as e:
+      stopped(e.signum, e.note)
     except Exception:  # pylint: disable=broad-except
-      if _Interrupt.pressed:
-        interrupted()
+      if _Interrupt.signum:
+        stopped(_Interrupt.signum)
       raise
     sys.exit(status or 0)
-  signal.signal(signal.SIGINT, _Interrupt.handler)  # KeyboardInterrupt from here on
+  for signum in (signal.SIGINT, signal.SIGTERM):  # KeyboardInterrupt / Stopped from here on
+    signal.signal(signum, _Interrupt.handler)
   _find_gpus_without_cuinit_error()
   app.run(wrapped, flags_parser=_parse_flags)

@@ -82,13 +82,22 @@ def test_exit_status_of_main(tmp_path):
   assert out.returncode == 3 and out.stderr == ""
 
 
-def test_ctrl_c_is_exit_130(tmp_path):
-  process = subprocess.Popen(_script(tmp_path, 'print("ready", flush=True)\ntime.sleep(60)'),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+@pytest.mark.parametrize("signum, code, line", [(signal.SIGINT, 130, "demo: interrupted\n"),
+                                                (signal.SIGTERM, 143, "demo: terminated\n")])
+def test_ctrl_c_is_exit_130_and_sigterm_143(tmp_path, signum, code, line):
+  body = """
+      try:
+        print("ready", flush=True)
+        time.sleep(60)
+      finally:
+        print("cleaned up", flush=True)
+      """
+  process = subprocess.Popen(_script(tmp_path, body), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=ENV)
   assert process.stdout.readline() == "ready\n"
-  process.send_signal(signal.SIGINT)
-  _, stderr = process.communicate(timeout=30)
-  assert (process.returncode, stderr) == (130, "demo: interrupted\n")
+  process.send_signal(signum)
+  stdout, stderr = process.communicate(timeout=30)
+  assert (process.returncode, stderr, stdout) == (code, line, "cleaned up\n")
 
 
 def test_an_exception_caused_by_ctrl_c_is_still_exit_130(tmp_path):

@@ -30,6 +30,9 @@ import time
 
 import pytest
 
+import tensorflow as tf
+
+import modeling
 import pretraining
 from pretraining_data import pipeline
 from tests.helpers import REPO, SAMPLE, copy_records_with_one_changed
@@ -98,6 +101,12 @@ SCRIPT_FLAGS = {
         "--bert_config_file={sample}/bert_config.json", "--export_path={tmp}/hub",
         "--do_lower_case"),
 }
+
+
+GENERAL_DISTILL_FLAGS = (
+    "--input_file={data}/pre.tfrecord", "--teacher_init_checkpoint={data}/pre",
+    "--student_init_from_teacher_layers=0,1", "--output_dir={tmp}/out", "--max_seq_length=64",
+    "--max_predictions_per_seq=10", "--train_batch_size=8", "--num_warmup_steps=1")
 
 
 def with_flags(script, *changes, drop=()):
@@ -266,6 +275,16 @@ def _checkpoint_kept(tmp, data):
   for name in ("model.ckpt-2.index", "model.ckpt-2.data-00000-of-00001"):
     with open(f"{tmp}/out/{name}", "rb") as f, open(f"{data}/pre/{name}", "rb") as g:
       assert f.read() == g.read(), name
+
+
+def _kept_the_checkpoint_named(tmp, data):
+  """The stop line's checkpoint (the step the run stopped after) is its folder's latest."""
+  del data
+  with open(f"{tmp}/stderr.txt", encoding="utf-8") as f:
+    line = f.read().strip().splitlines()[-1]
+  kept = re.search(r"kept (\S+-(\d+))[:;] the same command resumes from step \2$", line)
+  assert kept, line
+  assert tf.train.latest_checkpoint(os.path.dirname(kept[1])) == kept[1], line
 
 
 def _user_files_unchanged(tmp, data):
@@ -559,11 +578,8 @@ ROWS = [
         "run_pretraining", "--num_train_steps=4"), 1,
         r"out holds checkpoints \(model\.ckpt-2\) that its .*out/checkpoint file does not list",
         setup="garbled_state", check=_checkpoint_kept, absent=("out/model.ckpt-4.index",)),
-    Row("output-dir-of-another-job", "general_distill", (
-        "--input_file={data}/pre.tfrecord", "--teacher_init_checkpoint={data}/pre",
-        "--student_init_from_teacher_layers=0,1", "--output_dir={tmp}/out",
-        "--max_seq_length=64", "--max_predictions_per_seq=10", "--train_batch_size=8",
-        "--num_train_steps=4", "--num_warmup_steps=1"), 1,
+    Row("output-dir-of-another-job", "general_distill", GENERAL_DISTILL_FLAGS + (
+        "--num_train_steps=4",), 1,
         r"out/model\.ckpt-2 does not hold this job's state \(another kind of run wrote it\)",
         setup="copy_run", check=_checkpoint_kept, slow=True),
     Row("student-into-the-teacher", "task_distill", (
@@ -644,11 +660,12 @@ ROWS = [
     Row("output-dir-lock-of-a-dead-run", "run_pretraining", SCRIPT_FLAGS["run_pretraining"], 0,
         r"Taking over .*\.run\.lock from process \d+", exist=("out/model.ckpt-2.index",),
         absent=("out/.run.lock",), setup="dead_lock", slow=True),
+    # Ctrl-C before the first save: the run saves the step it stopped after.
     Row("ctrl-c-pretraining", "run_pretraining", with_flags(
         "run_pretraining", "--num_train_steps=100000"), 130,
         rf"run_pretraining: interrupted; kept .*{CKPT}: the same command resumes from step \d+",
-        exist=("out/checkpoint",), absent=("out/.run.lock",), interrupt=r"Saved checkpoint",
-        slow=True),
+        exist=("out/checkpoint",), absent=("out/.run.lock",), interrupt=r"Training with",
+        check=_kept_the_checkpoint_named, slow=True),
     Row("ctrl-c-classifier", "run_classifier", with_flags(
         "run_classifier", "--num_train_epochs=1000", "--save_checkpoints_steps=2",
         "--iterations_per_loop=2"), 130,
@@ -684,6 +701,22 @@ ROWS = [
     Row("ctrl-c-tfhub", "export_tfhub", SCRIPT_FLAGS["export_tfhub"], 130,
         r"export_tfhub: interrupted", absent=("hub",), interrupt=r"loaded \d+ weights",
         slow=True),
+    # SIGTERM (preemption) once training started: the step in flight, a checkpoint, exit 143.
+    *(Row(f"sigterm-{script}", script, flags, 143,
+          rf"(?m)^{script}: terminated: kept .*{CKPT}; the same command resumes from step \d+$",
+          absent=("out/.run.lock",), interrupt=r"Training with", signum=signal.SIGTERM,
+          check=_kept_the_checkpoint_named, slow=True)
+      for script, flags in (
+          ("run_pretraining", with_flags("run_pretraining", "--num_train_steps=100000")),
+          ("run_classifier", with_flags("run_classifier", "--num_train_epochs=1000")),
+          ("run_squad", with_flags("run_squad", "--num_train_epochs=100000",
+                                   "--train_batch_size=1")),
+          ("general_distill", GENERAL_DISTILL_FLAGS + ("--num_train_steps=100000",)),
+          ("task_distill", (
+              "--task_name=sst-2", "--data_dir={sample}/sentiment",
+              "--vocab_file={sample}/vocab.txt", "--teacher_init_checkpoint={data}/teacher",
+              "--output_dir={tmp}/out", "--student_init_from_teacher_layers=0", "--do_train",
+              "--nocheck_teacher", "--max_seq_length=32", "--intermediate_epochs=1000")))),
     Row("disk-full-pretraining-data", "create_pretraining_data", with_flags(
         "create_pretraining_data", "--output_file={tmp}/small/out.tfrecord", "--dupe_factor=40"),
         1, r"No space left on device writing .*small/out\.tfrecord", mount="size=6m"),
@@ -776,6 +809,11 @@ def fixture_data(tmp_path_factory):
       train_batch_size=8, learning_rate=1e-4, num_train_steps=2, num_warmup_steps=1,
       save_checkpoints_steps=2, iterations_per_loop=2, seed=1))
   config = json.loads((SAMPLE / "bert_config.json").read_text())
+  # An untrained classifier: a teacher for task_distill (with --nocheck_teacher).
+  teacher = modeling.BertConfig.from_json_file(str(SAMPLE / "bert_config.json"))
+  modeling.save_config(teacher, str(data / "teacher"))
+  modeling.save_google_checkpoint(modeling.build_classifier(teacher, 2),
+                                  str(data / "teacher" / "bert_model.ckpt"))
   (data / "config_typo.json").write_text(json.dumps(
       {("num_hiden_layers" if k == "num_hidden_layers" else k): v for k, v in config.items()}))
   (data / "config_latin1.json").write_bytes(

@@ -1,29 +1,34 @@
-"""The training loop across processes and devices: a real kill and resume,
-MirroredStrategy over two logical CPUs, two-worker MultiWorkerMirroredStrategy.
+"""The training loop across processes and devices: a real kill (or SIGTERM) and resume,
+MirroredStrategy over two logical CPUs, two-worker MultiWorkerMirroredStrategy (healthy,
+SIGTERM to one worker, one worker killed).
 
 Each runs the toy job of tests.helpers as a subprocess (its own TensorFlow
-runtime, device split and TF_CONFIG): `python -m tests.test_training_distributed
---output_dir DIR ...` trains it and writes its losses and weights.
+runtime, device split and TF_CONFIG) under `cli.run`, as our scripts:
+`python -m tests.test_training_distributed --output_dir DIR ...` trains it and writes
+its losses and weights.
 """
 
-import argparse
 import glob
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
-from absl import logging
+from absl import flags, logging
 import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
 
+import cli
 from tests.helpers import (REPO, LossRecorder, free_port, model_weights,
                            signal_after_first_checkpoint, toy_example, toy_trainer,
                            wait_for_success)
 from training import evaluation
+from training import flags as training_flags
 from training import loop
 from training import strategy as strategy_lib
 
@@ -61,17 +66,24 @@ def assert_same_weights(got, want, rtol, atol):
                                rtol=rtol, atol=atol, err_msg=name)
 
 
-def test_killed_run_resumes_to_the_same_weights(tmp_path):
+@pytest.mark.parametrize('signum', [signal.SIGKILL, signal.SIGTERM])
+def test_stopped_run_resumes_to_the_same_weights(tmp_path, signum):
   # ~1 s of training after the first save: ample time to kill it there.
+  # SIGTERM saves the step it stopped after, between two saves.
   steps = 300
   flags = dict(num_train_steps=steps, save_checkpoints_steps=25,
                log_steps=25, iterations_per_loop=25)
   output_dir = tmp_path / 'run'
   process = subprocess.Popen(
       job_command(output_dir, tmp_path / 'killed.json', **flags), cwd=REPO,
-      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  signal_after_first_checkpoint(process, output_dir, TIMEOUT)
-  assert not (tmp_path / 'killed.json').exists(), 'the run was not killed'
+      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+  _, stderr = signal_after_first_checkpoint(process, output_dir, TIMEOUT, signum)
+  assert not (tmp_path / 'killed.json').exists(), 'the run was not stopped'
+  if signum == signal.SIGTERM:
+    assert process.returncode == 143, stderr[-3000:]
+    kept = re.fullmatch(r'test_training_distributed: terminated: kept (\S+model\.ckpt-(\d+)); '
+                        r'the same command resumes from step \2', stderr.strip().splitlines()[-1])
+    assert kept and kept[1] == tf.train.latest_checkpoint(str(output_dir)), stderr[-3000:]
   result, log = run_job(output_dir, tmp_path / 'resumed.json', **flags)
   restored = re.search(r'Restored checkpoint \S+model.ckpt-(\d+) at step (\d+)',
                        log)
@@ -107,24 +119,40 @@ def test_mirrored_over_two_cpus_matches_one_device(tmp_path, monkeypatch):
 
 
 
-def test_two_workers_train_the_same_weights_and_only_the_chief_writes(
-    tmp_path, monkeypatch):
+def start_two_workers(tmp_path, output_dir, result_name=None, **flags):
+  """Starts the toy job on a two-worker cluster on localhost (stderr piped, every
+  TensorFlow log level shown); returns the processes, chief first."""
   cluster = {'worker': [f'localhost:{free_port()}', f'localhost:{free_port()}']}
-  output_dir = tmp_path / 'run'
-  processes, temp_dirs = [], []
+  processes = []
   for task_id in range(2):
     temp_dir = tmp_path / f'tmp{task_id}'
-    temp_dir.mkdir()
-    temp_dirs.append(temp_dir)
+    temp_dir.mkdir(exist_ok=True)
     env = dict(os.environ, TMPDIR=str(temp_dir), TF_CONFIG=json.dumps(
         {'cluster': cluster, 'task': {'type': 'worker', 'index': task_id}}))
+    env.pop('TF_CPP_MIN_LOG_LEVEL', None)
+    result = tmp_path / f'{result_name}{task_id}.json' if result_name else ''
     processes.append(subprocess.Popen(
-        job_command(output_dir, tmp_path / f'worker{task_id}.json',
-                    strategy='multi_worker_mirrored', num_train_steps=20,
-                    log_steps=5, save_checkpoints_steps=10),
+        job_command(output_dir, result, strategy='multi_worker_mirrored', **flags),
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True))
-  wait_for_success(processes, TIMEOUT)
+  return processes
+
+
+def error_level_lines(log):
+  return re.findall(r'^E\d{4} .*', log, re.M)
+
+
+def test_two_workers_train_the_same_weights_and_only_the_chief_writes(
+    tmp_path, monkeypatch):
+  output_dir = tmp_path / 'run'
+  temp_dirs = [tmp_path / f'tmp{task_id}' for task_id in range(2)]
+  # The other worker ends well after the chief: the chief waits for it, so no
+  # worker loses the coordination service (an error-level line).
+  processes = start_two_workers(tmp_path, output_dir, 'worker', num_train_steps=20,
+                                log_steps=5, save_checkpoints_steps=10, linger_seconds=8)
+  logs = wait_for_success(processes, TIMEOUT)
+  for log in logs:
+    assert not error_level_lines(log), log[-3000:]
   chief, worker = (json.load(open(tmp_path / f'worker{i}.json'))
                    for i in range(2))
   assert chief['is_chief'] and not worker['is_chief']
@@ -148,20 +176,89 @@ def test_two_workers_train_the_same_weights_and_only_the_chief_writes(
   assert os.listdir(temp_dirs[1]) == []
 
 
-def main():
-  """Trains the toy job (for the subprocess tests)."""
-  parser = argparse.ArgumentParser()
-  parser.add_argument('--output_dir', required=True)
-  parser.add_argument('--strategy', default='one_device')
-  parser.add_argument('--split_cpu', type=int, default=0)
-  parser.add_argument('--num_train_steps', type=int, default=20)
-  parser.add_argument('--batch_size', type=int, default=16)
-  parser.add_argument('--save_checkpoints_steps', type=int, default=1000)
-  parser.add_argument('--log_steps', type=int, default=5)
-  parser.add_argument('--iterations_per_loop', type=int, default=1000)
-  parser.add_argument('--seed', type=int, default=0)
-  parser.add_argument('--result', help='json file for losses and weights')
-  args = parser.parse_args()
+def wait_for_all(processes, timeout):
+  """Waits for every process (stderr piped); returns their logs (killing any left at the end)."""
+  try:
+    return [p.communicate(timeout=timeout)[1] for p in processes]
+  finally:
+    for p in processes:
+      p.kill()
+      p.wait()
+
+
+def signal_one_worker_after_first_checkpoint(processes, output_dir, signum, task_id):
+  deadline = time.time() + TIMEOUT
+  while not (output_dir / 'checkpoint').exists():
+    assert all(p.poll() is None for p in processes), 'a worker ended before the first save'
+    assert time.time() < deadline, 'no checkpoint in time'
+    time.sleep(0.01)
+  time.sleep(0.5)
+  processes[task_id].send_signal(signum)
+  return time.time()
+
+
+def assert_rerun_resumes_from(tmp_path, output_dir, step):
+  """Reruns both workers to `step` + 5; asserts each restored checkpoint `step`."""
+  logs = wait_for_success(start_two_workers(
+      tmp_path, output_dir, num_train_steps=step + 5, log_steps=5,
+      save_checkpoints_steps=1000), TIMEOUT)
+  for log in logs:
+    assert f'Restored checkpoint {output_dir}/model.ckpt-{step} at step {step}' in log, log[-3000:]
+  assert tf.train.latest_checkpoint(str(output_dir)).endswith(f'model.ckpt-{step + 5}')
+
+
+# Endless jobs (stopped by the signal) that save early, then every 100 steps.
+ENDLESS = dict(num_train_steps=10**7, save_checkpoints_steps=100, log_steps=100,
+               iterations_per_loop=1000)
+
+
+@pytest.mark.slow
+def test_sigterm_to_one_worker_stops_every_worker_at_the_same_step(tmp_path):
+  output_dir = tmp_path / 'run'
+  processes = start_two_workers(tmp_path, output_dir, **ENDLESS)
+  sent = signal_one_worker_after_first_checkpoint(processes, output_dir, signal.SIGTERM, 1)
+  logs = wait_for_all(processes, TIMEOUT)
+  took = time.time() - sent
+  lines = [log.strip().splitlines()[-1] for log in logs]
+  for process, log in zip(processes, logs):
+    assert process.returncode == 143, log[-3000:]
+    # No error-level line until the stop (the teardown after it: see README "Preemption").
+    assert 'Traceback' not in log and not error_level_lines(log.split(': terminated: ')[0]), \
+        log[-3000:]
+  # Both name the checkpoint of the same step, which the chief wrote (the step in
+  # flight finished, not the next save: every 100 steps).
+  assert lines[0] == lines[1], lines
+  kept = re.fullmatch(r'test_training_distributed: terminated: kept (\S+model\.ckpt-(\d+)); '
+                      r'the same command resumes from step \2', lines[0])
+  assert kept and kept[1] == tf.train.latest_checkpoint(str(output_dir)), lines[0]
+  assert took < 60, took
+
+
+@pytest.mark.slow
+def test_a_killed_worker_ends_the_other_with_one_line_and_a_rerun_resumes(tmp_path):
+  output_dir = tmp_path / 'run'
+  processes = start_two_workers(tmp_path, output_dir, **ENDLESS)
+  sent = signal_one_worker_after_first_checkpoint(processes, output_dir, signal.SIGKILL, 1)
+  chief_log = wait_for_all(processes, TIMEOUT)[0]
+  took = time.time() - sent
+  assert processes[0].returncode == 1, chief_log[-3000:]
+  assert 'Traceback' not in chief_log, chief_log[-3000:]
+  latest = tf.train.latest_checkpoint(str(output_dir))
+  step = int(latest.rsplit('-', 1)[1])
+  assert re.fullmatch(
+      r'test_training_distributed: error: lost worker 1 \(localhost:\d+\) of the cluster '
+      r'\(killed, crashed or unreachable\): training stopped; kept ' + re.escape(latest) +
+      f'; the same command on every worker resumes from step {step}',
+      chief_log.strip().splitlines()[-1]), chief_log[-2000:]
+  # The coordination service's heartbeat timeout (a killed chief: its closed connections).
+  assert took < 60, took
+  assert_rerun_resumes_from(tmp_path, output_dir, step)
+
+
+def main(argv):
+  """Trains the toy job (for the subprocess tests), under `cli.run` as our scripts."""
+  del argv
+  args = FLAGS
   logging.set_verbosity(logging.INFO)
   if args.split_cpu:
     strategy_lib.split_cpu(args.split_cpu)
@@ -196,7 +293,23 @@ def main():
                  'pid': os.getpid(),
                  'weights': {k: v.tolist()
                              for k, v in model_weights(trainer.model).items()}}, f)
+  if not strategy_lib.is_chief(strategy):
+    time.sleep(args.linger_seconds)
 
+
+FLAGS = flags.FLAGS
 
 if __name__ == '__main__':
-  main()
+  flags.DEFINE_string('output_dir', None, 'Checkpoints and summaries.', required=True)
+  flags.DEFINE_string('strategy', 'one_device', 'tf.distribute strategy.')
+  flags.DEFINE_integer('split_cpu', 0, 'Logical CPU devices to split the CPU into.')
+  flags.DEFINE_integer('num_train_steps', 20, 'Optimizer steps.')
+  flags.DEFINE_integer('batch_size', 16, 'Global batch size.')
+  flags.DEFINE_integer('save_checkpoints_steps', 1000, 'Steps between checkpoints.')
+  flags.DEFINE_integer('log_steps', 5, 'Steps between progress lines.')
+  flags.DEFINE_integer('iterations_per_loop', 1000, 'Steps per call of the compiled loop.')
+  flags.DEFINE_integer('seed', 0, 'Random seed.')
+  flags.DEFINE_string('result', None, 'json file for losses and weights.')
+  flags.DEFINE_float('linger_seconds', 0, 'A non-chief worker waits this long before it ends.')
+  cli.run(main, interrupted_note=training_flags.interrupted_note,
+          terminated_note=training_flags.terminated_note)

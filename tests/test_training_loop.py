@@ -8,12 +8,14 @@ import gc
 import glob
 import logging
 import os
+import signal
 
 import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
 
+from cli import Stopped
 from tests.helpers import (LossRecorder, model_weights, toy_dataset_fn, toy_example,
                            toy_loss_fn, toy_metrics_fn, toy_model_fn, toy_trainer)
 from training import checkpointing
@@ -154,6 +156,27 @@ def test_restart_resumes_and_warm_start_runs_only_at_step_zero(one_device,
     del done
     gc.collect()
   assert not warnings, warnings
+
+
+@pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_saves_the_step_it_stopped_after(one_device, tmp_path, signum):
+  handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+  # Sent while the run restores: the first step runs in full, then the loop ends (in the
+  # middle of its 1000-step call, between saves).
+  trainer = toy_trainer(one_device, tmp_path, 10**6, init_fn=lambda model: os.kill(
+      os.getpid(), signum), save_checkpoints_steps=1000, iterations_per_loop=1000)
+  with pytest.raises(Stopped) as stopped:
+    trainer.train()
+  assert stopped.value.signum == signum and trainer.global_step == 1
+  separator = ':' if signum == signal.SIGINT else ';'
+  assert stopped.value.note == (f'kept {tmp_path}/model.ckpt-1{separator} the same command '
+                                'resumes from step 1')
+  assert tf.train.latest_checkpoint(str(tmp_path)) == f'{tmp_path}/model.ckpt-1'
+  # The handlers are the caller's again, and the next run is not stopped.
+  assert {s: signal.getsignal(s) for s in handlers} == handlers
+  again = toy_trainer(one_device, tmp_path, 3)
+  again.train()
+  assert again.global_step == 3
 
 
 def test_a_changed_input_pipeline_resumes_from_the_weights_with_a_fresh_input(

@@ -8,6 +8,7 @@ reads back into any BERT model (evaluation, fine-tuning, features).
 import os
 import re
 import shutil
+import signal
 import tempfile
 
 from absl import logging
@@ -49,12 +50,25 @@ def latest_checkpoint(directory):
   return latest
 
 
-def interrupted_note(output_dir):
-  """What a stopped run kept: the checkpoint in `output_dir` that the same command resumes."""
+# What separates a note's two parts after `cli.run`'s `interrupted; ` and `terminated: `.
+SEPARATORS = {signal.SIGINT: ": ", signal.SIGTERM: "; "}
+
+
+def interrupted_note(output_dir, signum=signal.SIGINT):
+  """What a stopped run kept: the checkpoint in `output_dir` that the same command resumes.
+
+  Worded for `cli.run`'s line after Ctrl-C (`interrupted; <note>`) or, with
+  signum SIGTERM, after `terminated: `.
+  """
   latest = tf.train.latest_checkpoint(output_dir) if output_dir else None
-  if latest is None:
-    return f"no checkpoint in {output_dir} yet: the same command starts over"
-  return (f"kept {latest}: the same command resumes from step {checkpoint_step(latest)}")
+  return kept_note(latest, signum) if latest else (
+      f"no checkpoint in {output_dir} yet{SEPARATORS[signum]}the same command starts over")
+
+
+def kept_note(checkpoint, signum=signal.SIGINT):
+  """`cli.run`'s note for a run that stopped on `signum` with `checkpoint` kept."""
+  return (f"kept {checkpoint}{SEPARATORS[signum]}the same command resumes from step "
+          f"{checkpoint_step(checkpoint)}")
 
 
 class InputPositionError(Exception):

@@ -20,25 +20,41 @@ The caller supplies what is specific to a job:
 Everything runs under `strategy.scope()`; model and optimizer state, the
 global step (the optimizer's iteration count) and, on a single worker, the
 input position are checkpointed, so rerunning with the same output_dir resumes.
+
+SIGTERM or Ctrl-C during training finishes the step in flight on every worker,
+saves a checkpoint there and raises `cli.Stopped` (see `training.preemption`);
+a lost worker under MultiWorkerMirroredStrategy is a `WorkerLostError`.
 """
 
 import dataclasses
 import math
+import os
+import signal
 import time
 
 from absl import logging
 import tensorflow as tf
 import tf_keras
 
-from cli import UserError
+from cli import Stopped, UserError
 from training import checkpointing
 from training import precision
+from training import preemption
 from training import strategy as strategy_lib
 from training import summaries
 
 
 class NonFiniteLossError(UserError, RuntimeError):
   """Training stopped because the loss became NaN or infinite."""
+
+
+class WorkerLostError(UserError):
+  """Another worker of a multi-worker job stopped answering (killed, crashed, unreachable)."""
+
+
+# What a collective or the coordination service raises when a peer is gone.
+PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError,
+               tf.errors.DeadlineExceededError, tf.errors.InternalError)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +141,9 @@ class Trainer:
     self._dataset_fn = dataset_fn
     self._init_fn = init_fn
     self._checkpoint_fn = checkpoint_fn or default_checkpoint
+    self._stop_signals = preemption.StopSignals()  # its flag outside the strategy's variables
+    # A TPU step cannot read a host variable: there (one host) the host loop reads the flag.
+    self._stop_in_replicas = not isinstance(strategy, tf.distribute.TPUStrategy)
     with strategy.scope():
       with precision.policy_scope(config.dtype):
         self.model = model_fn()
@@ -176,6 +195,18 @@ class Trainer:
     # and accumulation need fixed shapes; Google's update is dense anyway.
     grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
     return loss, updates, grads
+
+  def _step_and_stop_flag(self, features):
+    """Per replica: [loss, stop flag] and the gradients of one optimizer step.
+
+    The flag is read once the gradients are there: a signal during the step
+    stops the loop after it. Reduced with the loss (one all-reduce), it is the
+    same on every worker.
+    """
+    loss, grads = self._replica_step(features)
+    with tf.control_dependencies([g for g in grads if g is not None]):
+      flag = tf.cast(self._stop_signals.flag.read_value(), tf.float32)
+    return tf.stack([loss, flag]), grads
 
   def _batch_step(self, features):
     """Per replica: gradients of one batch; updates the metrics."""
@@ -248,22 +279,33 @@ class Trainer:
     return next(iterator)
 
   def _train_steps_fn(self, iterator, num_steps):
-    """Runs up to `num_steps` optimizer steps; stops at a non-finite loss.
+    """Runs up to `num_steps` optimizer steps; stops at a non-finite loss or a stop request.
 
-    Returns the last loss (mean over replicas); when it is not finite, its
-    step's gradients were not applied.
+    Returns the last loss (mean over replicas) and whether a stop was
+    requested (on any worker); when the loss is not finite, its step's
+    gradients were not applied, else the last step was.
     """
     loss = tf.constant(0.0)
+    stop = tf.constant(False)
     for _ in tf.range(num_steps):
-      per_replica_loss, per_replica_grads = self.strategy.run(
-          self._replica_step, args=(self._next_batch(iterator),))
-      loss = self.strategy.reduce(tf.distribute.ReduceOp.MEAN,
-                                  per_replica_loss, axis=None)
-      if tf.math.is_finite(loss):
-        self.strategy.run(self._apply, args=(per_replica_grads,))
+      if self._stop_in_replicas:
+        per_replica_stats, per_replica_grads = self.strategy.run(
+            self._step_and_stop_flag, args=(self._next_batch(iterator),))
+        # [loss, flag], each a mean over replicas.
+        stats = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica_stats, axis=None)
+        loss, stop = stats[0], stats[1] > 0
       else:
+        per_replica_loss, per_replica_grads = self.strategy.run(
+            self._replica_step, args=(self._next_batch(iterator),))
+        loss = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica_loss, axis=None)
+      if not tf.math.is_finite(loss):
         break
-    return loss
+      self.strategy.run(self._apply, args=(per_replica_grads,))
+      if not self._stop_in_replicas:
+        stop = self._stop_signals.flag.read_value() > 0
+      if stop:
+        break
+    return loss, stop
 
   def _steps_to_boundary(self, step):
     """Steps until the next log, checkpoint or end, at most one inner loop."""
@@ -288,8 +330,20 @@ class Trainer:
     """Trains to config.num_train_steps, resuming from output_dir if possible.
 
     Returns the last logged scalars ({} if there was nothing to do).
-    Raises NonFiniteLossError on a NaN/Inf loss without saving that state.
+    Raises NonFiniteLossError on a NaN/Inf loss without saving that state;
+    `cli.Stopped` after saving on SIGTERM or Ctrl-C (from its start on:
+    one that comes while it restores stops after the first step);
+    WorkerLostError when a peer of a multi-worker job is gone.
     """
+    with self._stop_signals:
+      try:
+        return self._restore_and_train()
+      except PEER_ERRORS as e:
+        if not strategy_lib.is_multi_worker(self.strategy):
+          raise
+        raise WorkerLostError(self._lost_worker_message(e)) from None
+
+  def _restore_and_train(self):
     config, strategy = self.config, self.strategy
     is_chief = strategy_lib.is_chief(strategy)
     logging.info('Training with %s over %d replica(s)',
@@ -315,32 +369,55 @@ class Trainer:
       checkpointer.skip_pending()
       return {}
     writer = summaries.ScalarWriter(config.output_dir, is_chief)
+    try:
+      return self._train_loop(iterator, checkpointer, writer, step)
+    finally:
+      writer.close()
+
+  def _lost_worker_message(self, error):
+    """WorkerLostError's line: who is gone, and what every worker's rerun resumes from."""
+    who = strategy_lib.lost_peer(self.strategy, error)
+    output_dir = self.config.output_dir
+    latest = checkpointing.latest_checkpoint(output_dir)
+    resume = (f'kept {latest}; the same command on every worker resumes from step '
+              f'{checkpointing.checkpoint_step(latest)}' if latest else
+              f'no checkpoint in {output_dir} yet; the same command on every worker starts over')
+    return (f'lost {who or "another worker"} of the cluster (killed, crashed or unreachable): '
+            f'training stopped; {resume}')
+
+  def _train_loop(self, iterator, checkpointer, writer, step):
+    """`train`'s loop from global step `step`, with stop signals watched."""
+    config = self.config
     examples_per_step = (config.train_batch_size *
                          config.gradient_accumulation_steps)
     scalars = {}
-    try:
-      last_log_step, last_log_time = step, time.time()
-      while step < config.num_train_steps:
-        num_steps = self._steps_to_boundary(step)
-        loss = float(self._train_steps(iterator, tf.constant(num_steps)))
-        step = self.global_step
-        if not math.isfinite(loss):
-          raise NonFiniteLossError(
-              f'Loss is {loss} at global step {step}: stopped training. This '
-              'step was not applied and nothing was saved; the latest good '
-              f'checkpoint is {checkpointer.latest}.')
-        at_end = step >= config.num_train_steps
-        if step % config.log_steps == 0 or at_end:
-          now = time.time()
-          rate = ((step - last_log_step) * examples_per_step /
-                  (now - last_log_time))
-          scalars = self._scalars(rate)
-          summaries.log_progress(step, config.num_train_steps, scalars)
-          writer.write(scalars, step)
-          last_log_step, last_log_time = step, now
-        if step % config.save_checkpoints_steps == 0 or at_end:
-          checkpointer.save(step)
-    finally:
-      writer.close()
+    last_log_step, last_log_time = step, time.time()
+    while step < config.num_train_steps:
+      num_steps = self._steps_to_boundary(step)
+      loss, stop = self._train_steps(iterator, tf.constant(num_steps))
+      loss, stop = float(loss), bool(stop)
+      step = self.global_step
+      if not math.isfinite(loss):
+        raise NonFiniteLossError(
+            f'Loss is {loss} at global step {step}: stopped training. This '
+            'step was not applied and nothing was saved; the latest good '
+            f'checkpoint is {checkpointer.latest}.')
+      at_end = step >= config.num_train_steps
+      if step % config.log_steps == 0 or at_end:
+        now = time.time()
+        rate = ((step - last_log_step) * examples_per_step /
+                (now - last_log_time))
+        scalars = self._scalars(rate)
+        summaries.log_progress(step, config.num_train_steps, scalars)
+        writer.write(scalars, step)
+        last_log_step, last_log_time = step, now
+      if step % config.save_checkpoints_steps == 0 or at_end or stop:
+        checkpointer.save(step)
+      if stop:
+        # A worker told by the all-reduce, not by a signal, reports SIGTERM.
+        signum = self._stop_signals.signum or signal.SIGTERM
+        logging.info('Stopped on %s after global step %d', signum.name, step)
+        raise Stopped(signum, checkpointing.kept_note(os.path.join(
+            config.output_dir, f'{checkpointing.CHECKPOINT_NAME}-{step}'), signum))
     return scalars
 

@@ -1,7 +1,17 @@
-"""Builds a tf.distribute strategy from a name, and tells the chief apart."""
+"""Builds a tf.distribute strategy from a name, and tells the chief apart.
 
+Under MultiWorkerMirroredStrategy the chief also leaves last (`_leave_last`), and
+SIGTERM stays ours (see `training.preemption`).
+"""
+
+import atexit
 import json
 import os
+import re
+import signal
+import socket
+import threading
+import time
 
 import tensorflow as tf
 
@@ -48,7 +58,15 @@ def build_strategy(name, num_gpus=None, tpu_name=None, tpu_zone=None,
     if 'TF_CONFIG' not in os.environ:
       raise FlagError('multi_worker_mirrored needs the cluster in the '
                        'TF_CONFIG environment variable')
-    return tf.distribute.MultiWorkerMirroredStrategy()
+    handler = signal.getsignal(signal.SIGTERM)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    if handler is not None and threading.current_thread() is threading.main_thread():
+      # TensorFlow's coordination service installs a SIGTERM handler of its own,
+      # which swallows the signal: ours (cli's, then training.preemption's) again.
+      signal.signal(signal.SIGTERM, handler)
+    if is_chief(strategy):
+      atexit.register(_leave_last, strategy.cluster_resolver)
+    return strategy
   if name == 'tpu':
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
         tpu=tpu_name, zone=tpu_zone, project=gcp_project)
@@ -78,3 +96,48 @@ def is_chief(strategy):
   cluster = json.loads(os.environ.get('TF_CONFIG', '{}')).get('cluster', {})
   return task_type == 'worker' and task_id == 0 and 'chief' not in cluster
 
+
+
+
+def lost_peer(strategy, error):
+  """The task a peer error (`training.loop.PEER_ERRORS`) names other than this one, as
+  "worker 1 (host:port)", or None if it names none."""
+  resolver = strategy.cluster_resolver
+  me = (resolver.task_type, resolver.task_id)
+  for job, task in re.findall(r'/job:(\w+)/(?:replica:\d+/)?task:(\d+)', error.message):
+    if (job, int(task)) != me:
+      try:
+        address = resolver.cluster_spec().task_address(job, int(task))
+      except (KeyError, ValueError):
+        address = None
+      return f'{job} {task}' + (f' ({address})' if address else '')
+  return None
+
+
+def _leave_last(resolver, timeout=60.0):
+  """At the chief's exit: waits (up to `timeout` seconds) until the other tasks have ended.
+
+  The chief hosts the coordination service. A worker that outlives it by a
+  heartbeat (~5 s: a slower last evaluation, say) logs `E... Failed to send RPC
+  to coordination service`, and Python never calls the agents' shutdown, so
+  TensorFlow's shutdown barrier does not help. A task has ended when its
+  server's port no longer takes connections.
+  """
+  me = (resolver.task_type, resolver.task_id)
+  others = [address for job, addresses in resolver.cluster_spec().as_dict().items()
+            if job in ('chief', 'worker')
+            for task, address in enumerate(addresses) if (job, task) != me]
+  deadline = time.time() + timeout
+  while others and time.time() < deadline:
+    others = [address for address in others if _takes_connections(address)]
+    if others:
+      time.sleep(0.2)
+
+
+def _takes_connections(address):
+  host, port = address.rsplit(':', 1)
+  try:
+    with socket.create_connection((host.strip('[]'), int(port)), timeout=1):
+      return True
+  except OSError:
+    return False
