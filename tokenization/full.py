@@ -13,10 +13,11 @@ from tokenization.wordpiece import WordpieceTokenizer
 class FullTokenizer:
   """End-to-end WordPiece tokenizer with the API of Google's `tokenization.FullTokenizer`."""
 
-  def __init__(self, vocab_file, do_lower_case=True):
+  def __init__(self, vocab_file, do_lower_case=True, vocab=None):
+    """`vocab`: the {token: id} already loaded from `vocab_file` (it is then not read)."""
     self.vocab_file = vocab_file
     self.do_lower_case = do_lower_case
-    self.vocab = load_vocab(vocab_file)
+    self.vocab = load_vocab(vocab_file) if vocab is None else vocab
     self.inv_vocab = {i: t for t, i in self.vocab.items()}
     self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
     self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
