@@ -25,6 +25,7 @@ Apache Beam.
 
 import collections
 import dataclasses
+import glob
 import multiprocessing
 import os
 import random
@@ -39,7 +40,8 @@ import numpy as np
 
 from cli import FlagError
 import tokenization
-from fileio import InputError, OutputError, check_outputs, file_size, resolve_input_files
+from fileio import (InputError, OutputError, check_outputs, file_size, filesystem,
+                    resolve_input_files)
 from pretraining_data import documents, instances, masking, shards, writer
 
 # Target sizes of one task; fixed so that results do not depend on num_workers.
@@ -371,6 +373,14 @@ def prepare(config):
   output_files = config.output_files()
   check_outputs(output_files, config.overwrite,
                 {"--input_file": input_files, "--vocab_file": config.vocab_file})
+  if config.num_output_shards is not None:
+    others = sorted(set(filesystem.glob(f"{glob.escape(config.output_file.strip())}-*-of-*"))
+                    - set(output_files))
+    if others:
+      raise OutputError(
+          f"{others[0]} is a shard of another set ({len(others)} file(s) PREFIX-*-of-*): "
+          f"readers of {config.output_file.strip()}-* would mix both; move them or write to "
+          "another --output_file prefix")
   # Load and check the vocabulary here too, so a bad one fails before any worker starts.
   return input_files, output_files, RecordBuilder(config)
 

@@ -331,6 +331,13 @@ def test_shards_hold_the_records_by_the_key_rule(tmp_path, heldout, google_vocab
              num_output_shards=4)
   sizes = [os.path.getsize(p) for p in few.output_files]
   assert few.instances == 2 and sorted(sizes)[:2] == [0, 0] and max(sizes) > 0
+  # Another shard count on the same prefix, even with --overwrite: both sets would match few-*.
+  with pytest.raises(OutputError, match=r"few-00000-of-00004 is a shard of another set \(4 "
+                                        r"file\(s\) PREFIX-\*-of-\*\): readers of \S*few-\* would mix"):
+    _run(tmp_path, tiny, google_vocab, output_file=str(tmp_path / "few"), num_output_shards=2,
+         overwrite=True)
+  _run(tmp_path, tiny, google_vocab, output_file=str(tmp_path / "few"), num_output_shards=4,
+       overwrite=True)
 
 
 def test_lines_with_nul_bytes_are_cleaned_and_counted(tmp_path, google_vocab):
