@@ -8,7 +8,8 @@ and 2 worker processes, and the Beam pipeline on its local runner (Beam's
 FnApiRunner, multi-process, 2 workers). Every run writes --num_output_shards
 shards; the Beam rows also check that their shards are byte-identical to the
 local tool's. Peak PSS and RSS are sampled over the process tree
-(`process_memory`). Then, per kind of run, how seconds per MB and peak memory
+(`process_memory`), and the CPU time (user + system) of the whole process tree:
+CPU seconds per MB hardly change with other jobs on the machine, wall time does. Then, per kind of run, how seconds per MB and peak memory
 change from the smallest corpus to each larger one (targets: time linear within
 ±15% per MB; the local tool's memory at most 1.2x).
 
@@ -24,6 +25,7 @@ import glob
 import hashlib
 import os
 import re
+import resource
 import shutil
 import sys
 import tempfile
@@ -111,7 +113,10 @@ def main(argv):
                f"--output_file={prefix}", f"--vocab_file={FLAGS.vocab_file}",
                f"--dupe_factor={FLAGS.dupe_factor}",
                f"--num_output_shards={FLAGS.num_output_shards}", *extra]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         seconds, pss, rss, err = measure(cmd)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         instances = int(re.search(r"Wrote ([\d,]+) instances", err).group(1).replace(",", ""))
         digests[run] = shard_digest(prefix)
         local = digests.get("local1", digests.get("local2"))
@@ -120,7 +125,8 @@ def main(argv):
           os.remove(path)
         rows.append((run, name, mb, instances, seconds, pss, rss))
         print(f"{mb:8.1f} MB  {name:30s} {instances:10,d} instances {seconds:8.1f} s "
-              f"{instances / seconds:8,.0f} inst/s {seconds / mb:6.3f} s/MB  peak PSS "
+              f"{instances / seconds:8,.0f} inst/s {seconds / mb:6.3f} s/MB  "
+              f"CPU {cpu:8.1f} s ({cpu / mb:5.3f} s/MB)  peak PSS "
               f"{pss:5.2f} GB  RSS {rss:5.2f} GB  load {os.getloadavg()[0]:.1f}{same}",
               flush=True)
   finally:
