@@ -220,6 +220,7 @@ def _init_worker(config):
 
 
 def _tokenize_task(docs):
+  _MAPPED.clear()  # a new chunk is being read: the last one's records are all made
   return _WORKER.tokenize(docs)
 
 
@@ -445,6 +446,7 @@ def run(config, progress_stream=sys.stderr):
             done_bytes += chunk_bytes / config.dupe_factor
           progress.update(done_bytes, read_stats.documents, out.count)
         shutil.rmtree(chunk_dir)
+        chunk = parts = None  # one chunk at a time: not held while the next one is read
       if out.count == 0:
         raise no_instances(input_files)
       progress.update(total_bytes, read_stats.documents, out.count, force=True)
