@@ -3,20 +3,22 @@
 Shape: one reader cuts the inputs, in order, into the local tool's chunks
 (numbered over the whole corpus) -> Reshuffle (spreads the chunks over the
 workers) -> per chunk: tokenize, then per dupe the records of all its parts
-(`pipeline.RecordBuilder`), split by the rule of `shards` into
-(shard, (chunk, dupe, records)) -> group by shard -> each shard's groups in
-(chunk, dupe) order, written under a temporary name. Once the pipeline has
-succeeded the launcher renames the temporaries to the shard names, so a runner
-that retries a bundle rewrites a temporary, and a failed or interrupted run
-leaves no shard file. The records and the rule are the local tool's, so the
+(`pipeline.RecordBuilder`), split by the rule of `shards`, each (shard, chunk,
+dupe) piece written to a file named by those numbers in a hidden folder beside
+the outputs -> once every piece is written (a side input orders the steps),
+per shard: its pieces in name order, i.e. (chunk, dupe) order, copied into a
+temporary shard file. Once the pipeline has succeeded the launcher renames the
+temporaries to the shard names and deletes the pieces, so a runner that
+retries a bundle rewrites the same files, and a failed or interrupted run
+leaves no shard file. No step needs a shard's records in one worker's memory,
+and nothing depends on how a runner groups elements. The records and the rule are the local tool's, so the
 files are byte-identical to `pipeline.run` with the same flags.
 
 Runners: `runner=DirectRunner` (also the default) runs Beam's FnApiRunner
 with the direct_* options; Beam's own DirectRunner would first try its Prism
 runner, which downloads a binary. Any other runner (DataflowRunner,
 FlinkRunner, SparkRunner, ...) is Beam's. Files go through Beam's file systems
-(local, gs://, ...). Memory: a shard is sorted in one worker's memory, and
-Beam's local runners hold the whole data set in memory.
+(local, gs://, ...). Memory: Beam's local runners hold the data set in memory.
 
 Apache Beam is optional (requirements-beam.txt): it is imported by `run` only.
 """
@@ -112,8 +114,20 @@ def _read_chunks(input_files, config):
 _BUILDERS = {}  # {config: RecordBuilder} of this worker process
 
 
-def _chunk_records(element, config, vocab):
-  """(chunk index, documents) -> (shard, (chunk, dupe, the shard's records joined))."""
+def _piece_path(pieces_dir, shard, chunk_index, dupe):
+  return f"{pieces_dir}/{shard:06d}-{chunk_index:08d}-{dupe:04d}"
+
+
+def _write(path, blobs):
+  from apache_beam.io.filesystem import CompressionTypes  # pylint: disable=import-outside-toplevel
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=import-outside-toplevel
+  with FileSystems.create(path, "application/octet-stream", CompressionTypes.UNCOMPRESSED) as f:
+    for blob in blobs:
+      f.write(blob)
+
+
+def _chunk_records(element, config, vocab, pieces_dir):
+  """(chunk index, documents) -> a piece file per (shard, dupe); yields their count."""
   chunk_index, docs = element
   builder = _BUILDERS.get(config)
   if builder is None:
@@ -135,35 +149,39 @@ def _chunk_records(element, config, vocab):
     for shard, records in enumerate(shards.split(
         held, pipeline.shard_rng(config, chunk_index, dupe), config.num_output_shards)):
       if records:
-        yield shard, (chunk_index, dupe, b"".join(records))
+        _write(_piece_path(pieces_dir, shard, chunk_index, dupe), [b"".join(records)])
+        yield 1
   for name, value in stats.items():
     _counter(name).inc(value)
 
 
-def _write_shard(element, temp_paths):
-  """(shard, its (chunk, dupe, records) groups and a None) -> the shard's temporary file."""
-  from apache_beam.io.filesystem import CompressionTypes  # pylint: disable=import-outside-toplevel
+def _write_shard(shard, temp_paths, pieces_dir, pieces_written):
+  """Shard `shard`'s pieces, in (chunk, dupe) order -> its temporary file."""
+  del pieces_written  # a side input: this step runs once every piece is written
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=import-outside-toplevel
-  shard, groups = element
-  groups = sorted((g for g in groups if g is not None), key=lambda g: g[:2])
-  with FileSystems.create(temp_paths[shard], "application/octet-stream",
-                          CompressionTypes.UNCOMPRESSED) as f:
-    for _, _, data in groups:
-      f.write(data)
+  match = FileSystems.match([f"{pieces_dir}/{shard:06d}-*"])[0]
+  paths = sorted(m.path for m in match.metadata_list)
+
+  def blobs():
+    for path in paths:
+      with _open(path) as f:
+        while block := f.read(1 << 24):
+          yield block
+  _write(temp_paths[shard], blobs())
 
 
-def _build(beam, p, config, input_files, vocab, temp_paths):
-  every_shard = p | "EveryShard" >> beam.Create(
-      [(s, None) for s in range(config.num_output_shards)])  # empty shards are written too
-  records = (p
-             | "Inputs" >> beam.Create([input_files])
-             | "ReadChunks" >> beam.FlatMap(_read_chunks, config)
-             | "SpreadChunks" >> beam.Reshuffle()
-             | "Records" >> beam.FlatMap(_chunk_records, config, vocab))
-  _ = ((records, every_shard)
-       | "Flatten" >> beam.Flatten()
-       | "GroupByShard" >> beam.GroupByKey()
-       | "WriteShards" >> beam.Map(_write_shard, temp_paths))
+def _build(beam, p, config, input_files, vocab, temp_paths, pieces_dir):
+  pieces = (p
+            | "Inputs" >> beam.Create([input_files])
+            | "ReadChunks" >> beam.FlatMap(_read_chunks, config)
+            | "SpreadChunks" >> beam.Reshuffle()
+            | "WritePieces" >> beam.FlatMap(_chunk_records, config, vocab, pieces_dir)
+            | "CountPieces" >> beam.combiners.Count.Globally())
+  _ = (p
+       | "Shards" >> beam.Create(list(range(config.num_output_shards)))
+       | "SpreadShards" >> beam.Reshuffle()
+       | "WriteShards" >> beam.Map(_write_shard, temp_paths, pieces_dir,
+                                   beam.pvalue.AsSingleton(pieces)))
 
 
 def _counters(result):
@@ -202,12 +220,13 @@ def run(config, progress_stream=sys.stderr):
   for path in output_files:
     remove_stale_temporaries(path)
   temp_paths = [temporary_path(path) for path in output_files]
+  pieces_dir = temporary_path(config.output_file.strip(), "pieces")
   print(f"Running the Beam pipeline on {type(runner).__name__} ({len(input_files)} input "
         f"file(s) -> {len(output_files)} shard(s))", file=progress_stream, flush=True)
   start = time.monotonic()
   try:
     p = beam.Pipeline(runner=runner, options=options)
-    _build(beam, p, config, input_files, builder.tokenizer.vocab, temp_paths)
+    _build(beam, p, config, input_files, builder.tokenizer.vocab, temp_paths, pieces_dir)
     try:
       result = p.run()
       result.wait_until_finish()
@@ -222,8 +241,11 @@ def run(config, progress_stream=sys.stderr):
     FileSystems.rename(temp_paths, output_files)
   finally:
     left = [t for t in temp_paths if FileSystems.exists(t)]
+    left += [m.path for m in FileSystems.match([f"{pieces_dir}/*"])[0].metadata_list]
     if left:
       FileSystems.delete(left)
+    if os.path.isdir(pieces_dir):  # a local folder (object stores have none)
+      os.rmdir(pieces_dir)
   read = documents.ReadStats(**{name: counts.pop(f"read_{name}", 0) for name in _READ_COUNTERS})
   empty_documents, chunks = counts.pop("empty_documents", 0), counts.pop("chunks", 0)
   return pipeline.Summary(input_files, output_files, counts["instances"], read, empty_documents,
