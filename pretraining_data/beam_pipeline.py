@@ -77,6 +77,9 @@ def _runner(beam, name):
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = repo + (os.pathsep + path if path else "")
+    # Its worker processes each warn that they have no semi-persistent directory.
+    logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(
+        logging.ERROR)
     return fn_runner.FnApiRunner()
   try:
     return beam.runners.create_runner(name)
