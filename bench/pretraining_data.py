@@ -21,12 +21,12 @@ closest to what `time -v` reports for a single process).
 """
 
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
 from absl import app, flags
+
+from process_memory import measure  # bench/
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -45,44 +45,6 @@ FLAGS = flags.FLAGS
 
 # Google's script on this machine, gutenberg_train.txt, dupe_factor 1 (stated in the issue).
 STATED_GOOGLE = {"seconds": 56.0, "instances": 37009, "peak_gb": 0.87}
-
-
-def _tree_memory_kb(root):
-  """(PSS, RSS) in KB, each summed over `root` and its descendants."""
-  pss = rss = 0
-  stack = [root]
-  while stack:
-    pid = stack.pop()
-    try:
-      with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-          if line.startswith("Pss:"):
-            pss += int(line.split()[1])
-          elif line.startswith("Rss:"):
-            rss += int(line.split()[1])
-      with open(f"/proc/{pid}/task/{pid}/children") as f:
-        stack.extend(int(c) for c in f.read().split())
-    except OSError:
-      continue
-  return pss, rss
-
-
-def measure(cmd):
-  """Runs cmd; returns (seconds, peak PSS GB, peak RSS GB, stderr)."""
-  start = time.monotonic()
-  with tempfile.TemporaryFile("w+") as err:
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO)
-    peak_pss = peak_rss = 0
-    while proc.poll() is None:
-      pss, rss = _tree_memory_kb(proc.pid)
-      peak_pss, peak_rss = max(peak_pss, pss), max(peak_rss, rss)
-      time.sleep(0.05)
-    seconds = time.monotonic() - start
-    err.seek(0)
-    text = err.read()
-  if proc.returncode:
-    raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{text[-3000:]}")
-  return seconds, peak_pss * 1024 / 1e9, peak_rss * 1024 / 1e9, text
 
 
 def count_records(path):

@@ -8,6 +8,7 @@ is not valid UTF-8 is skipped and counted (or, with `strict`, is an error). A
 file with more such lines than good ones is not text (binary, compressed, in
 another encoding) and is an error. Lines far longer than an instance (a whole
 document on one line?) are counted, with a warning naming the first of each file.
+Lines holding NUL bytes are counted too: the tokenizer drops NULs, as Google's does.
 """
 
 import dataclasses
@@ -38,6 +39,7 @@ class ReadStats:
   documents: int = 0
   bad_utf8_lines: int = 0
   long_lines: int = 0
+  nul_lines: int = 0
 
 
 def _not_text(path, lines, bad):
@@ -46,15 +48,16 @@ def _not_text(path, lines, bad):
                     "UTF-8 text or leave it out of --input_file")
 
 
-def read_documents(files, stats, strict=False):
+def read_documents(files, stats, strict=False, open_binary=None):
   """Yields (document, n_bytes): a document is a list of non-blank stripped lines.
 
   Streams: only the current document is held. `stats` is updated in place.
+  `open_binary(path)` opens a file for reading bytes (default: `fileio.open_file`).
   """
   for path in files:
     doc, doc_bytes = [], 0
     line_no = bad = long = 0
-    with open_file(path, "rb") as f:
+    with (open_binary(path) if open_binary else open_file(path, "rb")) as f:
       for line_no, raw in enumerate(f, start=1):
         stats.bytes_read += len(raw)
         stats.lines += 1
@@ -69,6 +72,8 @@ def read_documents(files, stats, strict=False):
           if bad >= MIN_BAD_LINES and 2 * bad > line_no:
             raise _not_text(path, line_no, bad) from None
           continue
+        if "\x00" in line:
+          stats.nul_lines += 1
         if stats.long_line_chars and len(line) > stats.long_line_chars:
           stats.long_lines += 1
           long += 1

@@ -15,12 +15,17 @@ flight. None of this grows with the corpus; it grows with `chunk_mb`.
 Shuffling: Google shuffles all documents, then all instances of the corpus.
 Here documents are shuffled within a chunk, random-next B segments come from
 the chunk's documents, and the instances of each (chunk, dupe) are shuffled
-together before being written. A corpus no larger than one chunk gets
-Google's document pool; only the instance shuffle is per dupe.
+together before being written (round-robin over a list of output files, or
+by the rule of `shards` with `num_output_shards`). A corpus no larger than one
+chunk gets Google's document pool; only the instance shuffle is per dupe.
+
+`beam_pipeline.py` runs the same chunks through the same `RecordBuilder` on
+Apache Beam.
 """
 
 import collections
 import dataclasses
+import glob
 import multiprocessing
 import os
 import random
@@ -35,8 +40,9 @@ import numpy as np
 
 from cli import FlagError
 import tokenization
-from fileio import InputError, OutputError, check_outputs, file_size, resolve_input_files
-from pretraining_data import documents, instances, masking, writer
+from fileio import (InputError, OutputError, check_outputs, file_size, filesystem,
+                    resolve_input_files)
+from pretraining_data import documents, instances, masking, shards, writer
 
 # Target sizes of one task; fixed so that results do not depend on num_workers.
 _TOKENIZE_SLICE_BYTES = 1 << 20
@@ -65,6 +71,8 @@ class Config:
   overwrite: bool = False
   strict: bool = False
   dynamic_masking: bool = False
+  num_output_shards: int = None  # None: output_file is a list of files, filled round-robin
+  beam_pipeline_options: str = None  # None: this machine's worker processes
 
   def validate(self):
     """Raises FlagError for settings that cannot produce instances."""
@@ -87,6 +95,23 @@ class Config:
       raise FlagError(f"--chunk_mb must be > 0, got {self.chunk_mb}")
     if self.num_workers < 0:
       raise FlagError(f"--num_workers must be >= 0, got {self.num_workers}")
+    if self.num_output_shards is not None:
+      if self.num_output_shards < 1:
+        raise FlagError(f"--num_output_shards must be >= 1, got {self.num_output_shards}")
+      if "," in self.output_file:
+        raise FlagError("--num_output_shards takes one --output_file prefix, not a list: "
+                        f"{self.output_file!r}")
+    elif self.beam_pipeline_options is not None:
+      raise FlagError("--beam_pipeline_options writes shards: give --num_output_shards too")
+
+  def output_files(self):
+    """The output paths: the shards of the prefix, or the comma-separated list."""
+    if self.num_output_shards is not None:
+      return shards.shard_names(self.output_file.strip(), self.num_output_shards)
+    paths = [p.strip() for p in self.output_file.split(",") if p.strip()]
+    if not paths:
+      raise OutputError("--output_file names no file")
+    return paths
 
   @property
   def workers(self):
@@ -101,14 +126,30 @@ def _rng(config, *keys):
   return np.random.default_rng(np.random.SeedSequence(config.random_seed, spawn_key=keys))
 
 
-class _Worker:
-  """Per-process state: tokenizer, vocabulary tables, encoder, the current chunk."""
+def shard_rng(config, chunk_index, dupe):
+  """The generator of the shard keys of (chunk, dupe) (see `shards`)."""
+  return _rng(config, chunk_index, dupe, shards.KEYS)
 
-  def __init__(self, config):
+
+def plan_parts(config, chunk_index, chunk):
+  """The chunk's documents in their shuffled order, cut into the (chunk, dupe, part) tasks'
+  lists of document indices (the same for every dupe)."""
+  order = _rng(config, chunk_index, _DOC_ORDER).permutation(chunk.num_documents)
+  return list(_parts(chunk, order, _PART_TOKENS))
+
+
+class RecordBuilder:
+  """Tokenizer, vocabulary tables and encoder: documents -> tokenized chunks -> records.
+
+  `vocab`: the {token: id} of `config.vocab_file`, when already loaded (Beam ships it
+  to its workers instead of having each read the file).
+  """
+
+  def __init__(self, config, vocab=None):
     self.config = config
     self.tokenizer = tokenization.FullTokenizer(
         config.vocab_file, config.do_lower_case,
-        tokenization.SPECIAL_TOKENS + (tokenization.MASK_TOKEN,))
+        tokenization.SPECIAL_TOKENS + (tokenization.MASK_TOKEN,), vocab=vocab)
     self.word_ids = instances.WordIds(self.tokenizer)
     vocab = self.tokenizer.vocab
     self.cls_id, self.sep_id, self.mask_id = vocab["[CLS]"], vocab["[SEP]"], vocab["[MASK]"]
@@ -116,24 +157,14 @@ class _Worker:
     self.is_continuation = (np.array([t.startswith("##") for t in vocab])
                             if config.do_whole_word_mask else None)
     self.encoder = writer.ExampleEncoder(config.max_seq_length, config.max_predictions_per_seq)
-    self._chunk_dir, self._chunk = None, None
 
   def tokenize(self, docs):
     return instances.tokenize_documents(self.tokenizer, self.word_ids, docs)
 
-  def chunk(self, chunk_dir):
-    if chunk_dir != self._chunk_dir:
-      self._chunk = instances.TokenizedChunk(*(
-          np.load(os.path.join(chunk_dir, f"{name}.npy"), mmap_mode="r")
-          for name in ("ids", "sentence_starts", "doc_starts")))
-      self._chunk_dir = chunk_dir
-    return self._chunk
-
-  def make_records(self, task):
-    """(chunk_dir, chunk, dupe, part, doc_indices) -> (framed records, Counter of stats)."""
-    chunk_dir, chunk_index, dupe, part, doc_indices = task
+  def make_records(self, chunk, chunk_index, dupe, part, doc_indices):
+    """The instances of documents `doc_indices` of `chunk` (a TokenizedChunk) for
+    (chunk_index, dupe, part) -> (framed records, Counter of stats)."""
     c = self.config
-    chunk = self.chunk(chunk_dir)
     rng = _rng(c, chunk_index, dupe, part, _PART)
     spans = instances.create_instance_spans(
         chunk, doc_indices, c.max_seq_length, c.short_seq_prob,
@@ -153,7 +184,8 @@ class _Worker:
                                      spans.is_random_next, masked), stats
 
 
-_WORKER = None
+_WORKER = None  # this process's RecordBuilder
+_MAPPED = {}  # {chunk_dir: the TokenizedChunk saved there}, for this process
 
 # Set by `request_stop` (the CLI's SIGINT/SIGTERM handler). The run checks it
 # between tasks and stops there: raising from inside a signal handler could land
@@ -181,15 +213,28 @@ def _init_worker(config):
   signal.signal(signal.SIGINT, signal.SIG_IGN)
   signal.signal(signal.SIGTERM, signal.SIG_DFL)
   if _WORKER is None or _WORKER.config != config:
-    _WORKER = _Worker(config)
+    _WORKER = RecordBuilder(config)
 
 
 def _tokenize_task(docs):
+  _MAPPED.clear()  # a new chunk is being read: the last one's records are all made
   return _WORKER.tokenize(docs)
 
 
+def _mapped_chunk(chunk_dir):
+  """The chunk saved in `chunk_dir`, memory-mapped (one chunk at a time per process)."""
+  if chunk_dir not in _MAPPED:
+    _MAPPED.clear()
+    _MAPPED[chunk_dir] = instances.TokenizedChunk(*(
+        np.load(os.path.join(chunk_dir, f"{name}.npy"), mmap_mode="r")
+        for name in ("ids", "sentence_starts", "doc_starts")))
+  return _MAPPED[chunk_dir]
+
+
 def _records_task(task):
-  return _WORKER.make_records(task)
+  """(chunk_dir, chunk, dupe, part, doc_indices) -> make_records of the saved chunk."""
+  chunk_dir, *rest = task
+  return _WORKER.make_records(_mapped_chunk(chunk_dir), *rest)
 
 
 def _wait(result):
@@ -303,7 +348,9 @@ class Summary:
         f"{self.read.bad_utf8_lines:,} non-UTF-8 line(s), "
         f"{self.empty_documents:,} empty document(s)" + (
             f"; {self.read.long_lines:,} line(s) over {self.read.long_line_chars:,} "
-            "characters, mostly dropped (see the warning)" if self.read.long_lines else ""),
+            "characters, mostly dropped (see the warning)" if self.read.long_lines else "") + (
+            f"; cleaned {self.read.nul_lines:,} line(s) holding NUL bytes (dropped, as "
+            "Google's tokenizer drops them)" if self.read.nul_lines else ""),
         f"  random-next pairs: {s['random_next'] / n:.1%}; short target length: "
         f"{s['short_target_documents'] / max(s['documents'], 1):.1%} of documents",
         f"  masked positions: {s['predictions'] / n:.2f} per instance; [MASK] "
@@ -313,18 +360,37 @@ class Summary:
     ]
 
 
-def run(config, progress_stream=sys.stderr):
-  """Runs the job described by `config`; returns a Summary. Raises on bad input."""
+def prepare(config):
+  """Every check that needs no pass over the corpus, before any work starts.
+
+  Returns (input files, output files, RecordBuilder); raises FlagError,
+  InputError, OutputError or VocabError naming what is wrong.
+  """
   config.validate()
   input_files = resolve_input_files(config.input_file)
-  output_files = [p.strip() for p in config.output_file.split(",") if p.strip()]
-  if not output_files:
-    raise OutputError("--output_file names no file")
+  output_files = config.output_files()
   check_outputs(output_files, config.overwrite,
                 {"--input_file": input_files, "--vocab_file": config.vocab_file})
+  if config.num_output_shards is not None:
+    others = sorted(set(filesystem.glob(f"{glob.escape(config.output_file.strip())}-*-of-*"))
+                    - set(output_files))
+    if others:
+      raise OutputError(
+          f"{others[0]} is a shard of another set ({len(others)} file(s) PREFIX-*-of-*): "
+          f"readers of {config.output_file.strip()}-* would mix both; move them or write to "
+          "another --output_file prefix")
   # Load and check the vocabulary here too, so a bad one fails before any worker starts.
-  worker = _Worker(config)
+  return input_files, output_files, RecordBuilder(config)
 
+
+def no_instances(input_files):
+  return InputError(
+      f"no instances: the input ({', '.join(input_files)}) holds no non-empty document")
+
+
+def run(config, progress_stream=sys.stderr):
+  """Runs the job described by `config`; returns a Summary. Raises on bad input."""
+  input_files, output_files, worker = prepare(config)
   total_bytes = sum(file_size(f) for f in input_files)
   progress = Progress(total_bytes, progress_stream)
   read_stats = documents.ReadStats(documents.long_line_chars(config.max_seq_length))
@@ -356,8 +422,7 @@ def run(config, progress_stream=sys.stderr):
         os.mkdir(chunk_dir)
         for name in ("ids", "sentence_starts", "doc_starts"):
           np.save(os.path.join(chunk_dir, f"{name}.npy"), getattr(chunk, name))
-        order = _rng(config, chunk_index, _DOC_ORDER).permutation(chunk.num_documents)
-        parts = list(_parts(chunk, order, _PART_TOKENS))
+        parts = plan_parts(config, chunk_index, chunk)
         tasks = ((chunk_dir, chunk_index, dupe, p, doc_indices)
                  for dupe in range(config.dupe_factor) for p, doc_indices in enumerate(parts))
         held = []
@@ -367,15 +432,20 @@ def run(config, progress_stream=sys.stderr):
           max_held = max(max_held, len(held))
           if n_done % len(parts) == 0:  # all parts of one dupe are in: shuffle and write
             dupe = n_done // len(parts) - 1
-            for i in _rng(config, chunk_index, dupe, _SHUFFLE).permutation(len(held)).tolist():
-              out.write(held[i])
+            if config.num_output_shards is None:
+              for i in _rng(config, chunk_index, dupe, _SHUFFLE).permutation(len(held)).tolist():
+                out.write(held[i])
+            else:
+              for shard, records in enumerate(shards.split(
+                  held, shard_rng(config, chunk_index, dupe), config.num_output_shards)):
+                out.write_to(shard, records)
             held = []
             done_bytes += chunk_bytes / config.dupe_factor
           progress.update(done_bytes, read_stats.documents, out.count)
         shutil.rmtree(chunk_dir)
+        chunk = parts = None  # one chunk at a time: not held while the next one is read
       if out.count == 0:
-        raise InputError(
-            f"no instances: the input ({', '.join(input_files)}) holds no non-empty document")
+        raise no_instances(input_files)
       progress.update(total_bytes, read_stats.documents, out.count, force=True)
       written = out.count
   finally:

@@ -122,7 +122,8 @@ class ExampleEncoder:
 
 
 class ShardedRecordWriter:
-  """Writes framed records round-robin over `paths`, each a `fileio.AtomicFile`.
+  """Writes framed records round-robin over `paths` (or to a chosen one), each a
+  `fileio.AtomicFile`.
 
   Only `commit()` renames the temporary files to their final names, so a crash,
   an exception or Ctrl-C never leaves a file that looks complete; `abort()`
@@ -152,6 +153,15 @@ class ShardedRecordWriter:
       raise
     self._next = (self._next + 1) % len(self._files)
     self.count += 1
+
+  def write_to(self, index, records):
+    """Appends `records` to output `index` (leaves the round-robin position alone)."""
+    try:
+      self._files[index].write(b"".join(records))
+    except OSError as e:
+      name_output(e, self.paths[index])
+      raise
+    self.count += len(records)
 
   def commit(self):
     try:

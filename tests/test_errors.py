@@ -155,6 +155,9 @@ SETUPS = {
     "long_line": lambda tmp, data: _write(
         f"{tmp}/long.txt", "A first sentence.\n" + "The cat sat on the mat. " * 1000 + "\n"),
     "glue_without_header": lambda tmp, data: _glue_without_header(tmp),
+    "nul_line": lambda tmp, data: _write(
+        f"{tmp}/nul.txt", b"A first\x00 sentence.\nThe second one.\n\nAnother document.\n"),
+    "a_shard": lambda tmp, data: _write(f"{tmp}/part-00001-of-00002", b"a user's file"),
     "stale_temporary_cpd": lambda tmp, data: _write(f"{tmp}/.out.tfrecord.tmp-{_dead_pid()}", b"x"),
     "stale_temporary_ef": lambda tmp, data: _write(f"{tmp}/.out.jsonl.tmp-{_dead_pid()}", "x"),
     "live_lock": lambda tmp, data: _write(f"{tmp}/out/.run.lock",
@@ -532,6 +535,23 @@ ROWS = [
     Row("pretraining-data-empty-input", "create_pretraining_data", with_flags(
         "create_pretraining_data", "--input_file={tmp}/empty.txt"), 1, r"no instances",
         setup="empty_input", absent=("out.tfrecord",)),
+    Row("pretraining-data-nul-bytes", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--input_file={tmp}/nul.txt"), 0,
+        r"cleaned 1 line\(s\) holding NUL bytes \(dropped, as Google's tokenizer drops them\)",
+        setup="nul_line", exist=("out.tfrecord",)),
+    Row("pretraining-data-zero-shards", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--output_file={tmp}/part", "--num_output_shards=0"), 1,
+        r"--num_output_shards must be >= 1, got 0", absent=("part-00000-of-00000",)),
+    Row("pretraining-data-beam-without-shards", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--beam_pipeline_options=runner=DirectRunner"), 1,
+        r"--beam_pipeline_options writes shards: give --num_output_shards too",
+        absent=("out.tfrecord",)),
+    # Refused before Beam is imported or a pipeline built (also where Beam is not installed).
+    Row("pretraining-data-beam-shard-exists", "create_pretraining_data", with_flags(
+        "create_pretraining_data", "--output_file={tmp}/part", "--num_output_shards=2",
+        "--beam_pipeline_options=runner=DirectRunner"), 1,
+        r"output file exists: .*part-00001-of-00002.* \(pass --overwrite",
+        setup="a_shard", absent=("part-00000-of-00002",)),
     Row("output-exists", "create_pretraining_data", with_flags(
         "create_pretraining_data", "--output_file={sample}/bert_config.json"), 1,
         r"output file exists: .*bert_config\.json.* \(pass --overwrite"),

@@ -257,6 +257,7 @@ def test_bad_vocab(tmp_path, heldout):
     ("dupe_factor", 0, "dupe_factor"),
     ("short_seq_prob", 1.5, "short_seq_prob"),
     ("max_predictions_per_seq", 500, r"--max_predictions_per_seq=500 exceeds --max_seq_length"),
+    ("num_output_shards", 0, r"--num_output_shards must be >= 1, got 0"),
 ])
 def test_bad_settings(tmp_path, heldout, google_vocab, flag, value, message):
   with pytest.raises(cli.FlagError, match=message):
@@ -310,3 +311,56 @@ def test_interrupt_leaves_no_output(tmp_path, shared_dir, google_vocab, signame)
   assert proc.returncode == 130, err
   assert "interrupted" in err
   assert list(tmp_path.iterdir()) == []
+
+
+def test_shards_hold_the_records_by_the_key_rule(tmp_path, heldout, google_vocab):
+  """--num_output_shards: the same records as a single file, spread by key over PREFIX-i-of-N
+  (an empty shard is written too); the order in a shard is the key order, not round-robin."""
+  single = _run(tmp_path, heldout, google_vocab, "single.tfrecord")
+  sharded = _run(tmp_path, heldout, google_vocab, output_file=str(tmp_path / "train"),
+                 num_output_shards=3)
+  assert [os.path.basename(p) for p in sharded.output_files] == [
+      f"train-0000{i}-of-00003" for i in range(3)]
+  parts = [_framed_records(pathlib.Path(p).read_bytes()) for p in sharded.output_files]
+  assert sorted(sum(parts, [])) == sorted(_framed_records(
+      (tmp_path / "single.tfrecord").read_bytes()))
+  assert all(0.3 < len(p) / sharded.instances < 0.37 for p in parts)
+  tiny = tmp_path / "tiny.txt"
+  tiny.write_text("One sentence here.\nAnother one.\n")
+  few = _run(tmp_path, tiny, google_vocab, output_file=str(tmp_path / "few"),
+             num_output_shards=4)
+  sizes = [os.path.getsize(p) for p in few.output_files]
+  assert few.instances == 2 and sorted(sizes)[:2] == [0, 0] and max(sizes) > 0
+  # Another shard count on the same prefix, even with --overwrite: both sets would match few-*.
+  with pytest.raises(OutputError, match=r"few-00000-of-00004 is a shard of another set \(4 "
+                                        r"file\(s\) PREFIX-\*-of-\*\): readers of \S*few-\* would mix"):
+    _run(tmp_path, tiny, google_vocab, output_file=str(tmp_path / "few"), num_output_shards=2,
+         overwrite=True)
+  _run(tmp_path, tiny, google_vocab, output_file=str(tmp_path / "few"), num_output_shards=4,
+       overwrite=True)
+
+
+def test_lines_with_nul_bytes_are_cleaned_and_counted(tmp_path, google_vocab):
+  f = tmp_path / "nul.txt"
+  f.write_bytes(b"The cat\x00 sat on the mat.\nIt was warm.\n\nA\x00\x00nother document.\n"
+                b"Its second line.\n")
+  clean = tmp_path / "clean.txt"
+  clean.write_bytes(f.read_bytes().replace(b"\x00", b""))
+  summary = _run(tmp_path, f, google_vocab, name="nul.tfrecord")
+  _run(tmp_path, clean, google_vocab, name="clean.tfrecord")
+  assert summary.read.nul_lines == 2
+  assert "cleaned 2 line(s) holding NUL bytes" in "\n".join(summary.lines())
+  assert (tmp_path / "nul.tfrecord").read_bytes() == (tmp_path / "clean.tfrecord").read_bytes()
+
+
+def test_beam_missing_is_one_line_naming_its_requirements(tmp_path, heldout, google_vocab,
+                                                          monkeypatch):
+  from pretraining_data import beam_pipeline  # pylint: disable=import-outside-toplevel
+  monkeypatch.setitem(sys.modules, "apache_beam", None)  # as if not installed
+  config = pipeline.Config(input_file=str(heldout), output_file=str(tmp_path / "records"),
+                           vocab_file=google_vocab, num_output_shards=2,
+                           beam_pipeline_options="runner=DirectRunner")
+  with pytest.raises(cli.FlagError, match=r"needs Apache Beam, which is not installed: "
+                                          r"pip install -r requirements-beam\.txt"):
+    beam_pipeline.run(config, progress_stream=open(os.devnull, "w"))
+  assert os.listdir(tmp_path) == []

@@ -16,10 +16,11 @@ class FullTokenizer:
   Unlike Google's, the vocabulary must hold `special_tokens` (VocabError otherwise).
   """
 
-  def __init__(self, vocab_file, do_lower_case=True, special_tokens=SPECIAL_TOKENS):
+  def __init__(self, vocab_file, do_lower_case=True, special_tokens=SPECIAL_TOKENS, vocab=None):
+    """`vocab`: the {token: id} already loaded from `vocab_file` (it is then not read)."""
     self.vocab_file = vocab_file
     self.do_lower_case = do_lower_case
-    self.vocab = load_vocab(vocab_file)
+    self.vocab = load_vocab(vocab_file) if vocab is None else vocab
     check_special_tokens(self.vocab, vocab_file, special_tokens)
     self.inv_vocab = {i: t for t, i in self.vocab.items()}
     self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
