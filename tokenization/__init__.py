@@ -6,11 +6,13 @@
 """
 
 from tokenization.basic import BasicTokenizer, convert_to_unicode
-from tokenization.full import FullTokenizer, validate_case_matches_checkpoint
+from tokenization.full import (FullTokenizer, resolve_do_lower_case,
+                                validate_case_matches_checkpoint)
 from tokenization.vocab import VocabError, load_vocab
 from tokenization.wordpiece import WordpieceTokenizer
 
 __all__ = [
     "BasicTokenizer", "FullTokenizer", "VocabError", "WordpieceTokenizer",
-    "convert_to_unicode", "load_vocab", "validate_case_matches_checkpoint",
+    "convert_to_unicode", "load_vocab", "resolve_do_lower_case",
+    "validate_case_matches_checkpoint",
 ]
