@@ -234,21 +234,24 @@ def test_run_classifier_output_dir_exports_its_labels(classifier_dir, tmp_path):
   assert len(report.loaded) == 2 * 16 + 9 and report.heads_absent == []
 
 
-def _save_trainer_checkpoint(model, directory):
+def _save_trainer_checkpoint(model, directory, **extra):
   """What the trainers write into output_dir: a model.ckpt-N of `modeling.new_checkpoint`."""
-  checkpoint = modeling.new_checkpoint(model)
+  checkpoint = modeling.new_checkpoint(model, **extra)
   tf.train.CheckpointManager(checkpoint, str(directory), max_to_keep=1).save(checkpoint_number=3)
 
 
 def test_regression_output_dir_says_so(tmp_path):
+  """A task_distill output_dir's regression student: its checkpoint also holds the projections."""
   model = modeling.build_classifier(TINY_BERT, 1)
-  _save_trainer_checkpoint(model, tmp_path / "run")
+  _save_trainer_checkpoint(model, tmp_path / "run", projections=[tf.Variable(tf.ones([32, 64]))])
   modeling.save_config(TINY_BERT, str(tmp_path / "run"))
   classification_run.labels_lib.save_label_list(str(tmp_path / "run"), [], is_regression=True)
   vocab = tmp_path / "vocab.txt"
   vocab.write_text("".join(f"[unused{i}]\n" for i in range(94)) +
                    "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")
-  export(tmp_path / "run", tmp_path / "hf", vocab, do_lower_case=False)
+  assert export(tmp_path / "run", tmp_path / "hf", vocab, do_lower_case=False) == (
+      "BertForSequenceClassification")
+  assert read_safetensors(tmp_path / "hf")[0]["classifier.weight"].shape == (1, 32)
   config = read_json(tmp_path / "hf", "config.json")
   assert (config["problem_type"], config["id2label"], config["pad_token_id"]) == (
       "regression", {"0": "LABEL_0"}, 94)
