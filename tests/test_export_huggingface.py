@@ -216,6 +216,7 @@ def test_google_checkpoint_round_trip(tiny, tiny_export):
     assert np.abs(out[key].numpy() - ref[key]).max() < TOL  # Google's own outputs
 
 
+@pytest.mark.slow  # its fixture trains run_classifier for a step
 def test_run_classifier_output_dir_exports_its_labels(classifier_dir, tmp_path):
   out = tmp_path / "hf"
   assert export(classifier_dir, out, REPO / "sample_data" / "vocab.txt") == (
