@@ -119,6 +119,19 @@ _FROM_HUGGINGFACE = {
 }
 
 
+# Our name -> the HF `hidden_act` written for it: Google's "gelu" (tanh) is HF's "gelu_new".
+_TO_HUGGINGFACE = {
+    "gelu": "gelu_new",
+    "gelu_tanh": "gelu_new",
+    "gelu_new": "gelu_new",
+    "gelu_exact": "gelu",
+    "relu": "relu",
+    "tanh": "tanh",
+    "swish": "silu",
+    "linear": "linear",
+}
+
+
 def get(name, compiled=False):
   """The function for a `hidden_act` name (Google's convention); None for "linear".
 
@@ -139,3 +152,10 @@ def from_huggingface_name(name):
     raise ValueError(f"unsupported HuggingFace hidden_act {name!r}; "
                      f"known: {sorted(_FROM_HUGGINGFACE)}")
   return _FROM_HUGGINGFACE[name]
+
+
+def to_huggingface_name(name):
+  """Translates our `hidden_act` to HF's: "gelu" (Google's, tanh) -> "gelu_new"."""
+  if name not in _TO_HUGGINGFACE:
+    raise ValueError(f"unsupported hidden_act {name!r}; known: {sorted(NAMES)}")
+  return _TO_HUGGINGFACE[name]

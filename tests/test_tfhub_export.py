@@ -14,7 +14,7 @@ from cli import FlagError
 import modeling
 from tests.helpers import REPO
 import tfhub
-from tfhub.export import resolve_do_lower_case
+from tokenization import resolve_do_lower_case
 import tokenization
 from tokenization.in_graph import InGraphTokenizer, truncated_lengths
 

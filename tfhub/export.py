@@ -19,19 +19,6 @@ EXPORT_TYPES = ("model", "model_with_mlm", "preprocessing")
 RECORD_FILE = "tfhub_export.json"
 
 
-def resolve_do_lower_case(do_lower_case, vocab_file):
-  """--do_lower_case, or when unset what the vocab file's path says ("uncased" / "cased")."""
-  if do_lower_case is not None:
-    return do_lower_case
-  path = os.fspath(vocab_file).lower()
-  if "uncased" in path or "cased" in path:
-    guess = "uncased" in path
-    logging.info("--do_lower_case=%s, from the vocab file's path %s", guess, vocab_file)
-    return guess
-  raise FlagError(f"--do_lower_case is not set and the path of --vocab_file {vocab_file!r} "
-                  "says neither 'uncased' nor 'cased': pass --do_lower_case=true or false")
-
-
 def check_flags(export_type, export_path, vocab_file, model_checkpoint_path, default_seq_length,
                 overwrite):
   """Refuses, before any work, flags that cannot give a SavedModel (FlagError naming the flag)."""
@@ -81,7 +68,7 @@ def export_saved_model(export_type, export_path, vocab_file, do_lower_case=None,
   """
   check_flags(export_type, export_path, vocab_file, model_checkpoint_path, default_seq_length,
               overwrite)
-  do_lower_case = resolve_do_lower_case(do_lower_case, vocab_file)
+  do_lower_case = tokenization.resolve_do_lower_case(do_lower_case, vocab_file)
   tokenization.validate_case_matches_checkpoint(do_lower_case, model_checkpoint_path)
   record = {"export_type": export_type, "vocab_file": os.fspath(vocab_file),
             "do_lower_case": do_lower_case}

@@ -6,12 +6,14 @@
 """
 
 from tokenization.basic import BasicTokenizer, convert_to_unicode
-from tokenization.full import FullTokenizer, validate_case_matches_checkpoint
+from tokenization.full import (FullTokenizer, resolve_do_lower_case,
+                                validate_case_matches_checkpoint)
 from tokenization.vocab import (MASK_TOKEN, SPECIAL_TOKENS, VocabError, check_special_tokens,
                                 load_vocab)
 from tokenization.wordpiece import WordpieceTokenizer
 
 __all__ = [
     "BasicTokenizer", "FullTokenizer", "MASK_TOKEN", "SPECIAL_TOKENS", "VocabError",
-    "WordpieceTokenizer", "check_special_tokens", "convert_to_unicode", "load_vocab", "validate_case_matches_checkpoint",
+    "WordpieceTokenizer", "check_special_tokens", "convert_to_unicode", "load_vocab",
+    "resolve_do_lower_case", "validate_case_matches_checkpoint",
 ]

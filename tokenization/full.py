@@ -3,6 +3,8 @@
 import os
 import re
 
+from absl import logging
+
 from cli import FlagError
 
 from tokenization.basic import BasicTokenizer
@@ -79,3 +81,16 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
       f"do_lower_case={wrong} does not match the checkpoint {init_checkpoint!r}: "
       f"{name} is a {kind} model, so its vocabulary expects do_lower_case={needed}. "
       f"Pass --do_lower_case={needed}.")
+
+
+def resolve_do_lower_case(do_lower_case, vocab_file):
+  """--do_lower_case, or when unset what the vocab file's path says ("uncased" / "cased")."""
+  if do_lower_case is not None:
+    return do_lower_case
+  path = os.fspath(vocab_file).lower()
+  if "uncased" in path or "cased" in path:
+    guess = "uncased" in path
+    logging.info("--do_lower_case=%s, from the vocab file's path %s", guess, vocab_file)
+    return guess
+  raise FlagError(f"--do_lower_case is not set and the path of --vocab_file {vocab_file!r} "
+                  "says neither 'uncased' nor 'cased': pass --do_lower_case=true or false")

@@ -67,7 +67,9 @@ def assign_named_arrays(model, shapes, get_array, source):
   The encoder is strict: a missing, mis-shaped or extra `bert/` weight raises
   CheckpointError, one line counting the problems and naming the first. A head
   is loaded when all its weights are present and reported when none is;
-  optimizer state is ignored.
+  optimizer state is ignored. The pooler may be absent where no head loaded
+  uses it (`names.pooler_is_optional`: HF's BertForQuestionAnswering and
+  BertForMaskedLM have none); it is then reported and left as initialized.
   """
   encoder = names_lib.find_encoder(model)
   wanted = names_lib.encoder_variables(encoder)
@@ -75,6 +77,12 @@ def assign_named_arrays(model, shapes, get_array, source):
     raise CheckpointError(f"{source} is not a BERT checkpoint: it has no 'bert/...' weights "
                           f"(first entries: {sorted(shapes)[:5]})")
   report = LoadReport(source)
+  pooler = [name for name in wanted if name.startswith(names_lib.POOLER_PREFIX)]
+  if (not any(name in shapes for name in pooler)
+      and names_lib.pooler_is_optional(names_lib.head_variables(model), shapes)):
+    for name in pooler:
+      del wanted[name]
+    report.heads_absent.append(names_lib.POOLER_LABEL)
   problems = [f"missing {name} {list(var.shape)}" for name, var in wanted.items()
               if name not in shapes]
   extra = sorted(name for name in shapes if name.startswith(names_lib.ENCODER_PREFIX)

@@ -38,6 +38,17 @@ def detect_format(path):
   return GOOGLE_TF1, prefix
 
 
+def checkpoint_shapes(path):
+  """{Google name: shape} of a checkpoint's entries in any format `load_checkpoint` reads
+  (a Google TF1 checkpoint's optimizer state included; `names.is_optimizer_variable`)."""
+  kind, resolved = detect_format(path)
+  if kind == HUGGINGFACE:
+    return huggingface.read_shapes(resolved)
+  if kind == TF2:
+    return tf2.read_shapes(resolved)
+  return google_tf1.open_reader(resolved)[1].get_variable_to_shape_map()
+
+
 def load_checkpoint(model, path):
   """Loads weights into a `modeling` model, detecting the checkpoint's format.
 

@@ -1,20 +1,23 @@
-"""HuggingFace BERT weights (`model.safetensors` + `config.json`), read without torch.
+"""HuggingFace BERT weights (`model.safetensors` + `config.json`), read and written without torch.
 
-HF names are translated to Google's (`bert/...`, `cls/...`); HF Linear weights
-are [out, in] and are transposed to Google's [in, out] kernels. Both the
-`bert.`-prefixed (BertForPreTraining, ...) and unprefixed (BertModel) variants
-are read. HF's "gelu" is the exact erf GELU: `load_hf_config` maps it to
-"gelu_exact".
+HF names are translated to Google's (`bert/...`, `cls/...`) and back by the one
+map in `names.py`; HF Linear weights are [out, in] and are transposed to
+Google's [in, out] kernels. Both the `bert.`-prefixed (BertForPreTraining, ...)
+and unprefixed (BertModel) variants are read; the writer names the tensors as
+HF's class for the model's heads does (`ARCHITECTURES`). HF's "gelu" is the
+exact erf GELU: `load_hf_config` maps it to "gelu_exact", and the writer
+writes Google's "gelu" (tanh) as "gelu_new".
 """
 
 import json
 import os
-import re
 
 import numpy as np
 from safetensors import safe_open
+import safetensors.numpy
 
 from modeling import activations
+from modeling.checkpoints import names as names_lib
 from modeling.checkpoints.assign import (CheckpointError, CheckpointNotFoundError,
                                          assign_named_arrays)
 from modeling.config import BertConfig, ConfigError
@@ -29,8 +32,21 @@ _HF_DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12
                 "num_attention_heads": 12, "intermediate_size": 3072, "hidden_dropout_prob": 0.1,
                 "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 512,
                 "type_vocab_size": 2, "initializer_range": 0.02}
-_LINEAR_SCOPES = ("query", "key", "value", "dense")
-_TABLES = ("word_embeddings", "position_embeddings", "token_type_embeddings")
+
+
+# HF's model class for the heads a checkpoint holds (our head layers, `names.HEAD_LABELS`).
+ARCHITECTURES = {
+    frozenset(): "BertModel",
+    frozenset({"cls_predictions", "cls_seq_relationship"}): "BertForPreTraining",
+    frozenset({"cls_predictions"}): "BertForMaskedLM",
+    frozenset({"cls_seq_relationship"}): "BertForNextSentencePrediction",
+    frozenset({"classifier"}): "BertForSequenceClassification",
+    frozenset({"cls_squad"}): "BertForQuestionAnswering",
+}
+# The classes built without BERT's pooler (HF's add_pooling_layer=False): none is written.
+_WITHOUT_POOLER = ("BertForMaskedLM", "BertForQuestionAnswering")
+# What transformers checks in a safetensors header before it loads the file into PyTorch.
+_METADATA = {"format": "pt"}
 
 
 def is_huggingface_dir(path):
@@ -56,6 +72,26 @@ def config_from_dict(values, source="config.json"):
   return BertConfig.from_dict(converted, source=source)
 
 
+def config_to_dict(config, architecture, pad_token_id=0, labels=None, problem_type=None):
+  """HF's `config.json` values for a `BertConfig` and one of ARCHITECTURES' classes.
+
+  hidden_act in HF's meaning (Google's "gelu", the tanh form, is "gelu_new");
+  labels: the classifier's label names in id order (id2label / label2id);
+  problem_type: HF's "regression" or "single_label_classification".
+  """
+  values = {"architectures": [architecture], "model_type": "bert"}
+  values.update({key: getattr(config, key) for key in _HF_DEFAULTS})
+  values.update(hidden_act=activations.to_huggingface_name(config.hidden_act),
+                layer_norm_eps=1e-12, position_embedding_type="absolute",
+                pad_token_id=pad_token_id, tie_word_embeddings=True, dtype="float32")
+  if labels is not None:
+    values["id2label"] = {str(i): label for i, label in enumerate(labels)}
+    values["label2id"] = {label: i for i, label in enumerate(labels)}
+  if problem_type:
+    values["problem_type"] = problem_type
+  return values
+
+
 def load_hf_config(path):
   """Reads `config.json` from an HF model directory (or the file itself)."""
   file = os.path.join(path, CONFIG_NAME) if os.path.isdir(path) else path
@@ -69,38 +105,6 @@ def load_hf_config(path):
   if not isinstance(values, dict):
     raise ConfigError(f"{file}: expected a JSON object")
   return config_from_dict(values, source=file)
-
-
-def google_name(hf_name):
-  """(Google name, transpose?) for an HF weight name, or None if it is no model weight."""
-  name = hf_name[len("bert."):] if hf_name.startswith("bert.") else hf_name
-  if name in ("cls.predictions.bias", "cls.predictions.decoder.bias"):
-    return "cls/predictions/output_bias", False
-  if name.startswith("cls.seq_relationship.") or name.startswith("classifier."):
-    scope = "cls/seq_relationship/" if name.startswith("cls.") else ""
-    last = name.rsplit(".", 1)[1]
-    return {"weight": (scope + "output_weights", False),
-            "bias": (scope + "output_bias", False)}.get(last)
-  if name.startswith("cls.predictions.transform."):
-    scope = "cls/predictions/transform/"
-    name = name[len("cls.predictions.transform."):]
-  elif re.match(r"^(embeddings|encoder|pooler)\.", name):
-    scope = "bert/"
-  else:
-    return None
-  name = re.sub(r"^encoder\.layer\.(\d+)\.", r"encoder.layer_\1.", name)
-  parts = name.split(".")
-  *path, last = parts
-  if not path:
-    return None
-  if path[-1] == "LayerNorm":
-    leaf = {"weight": "gamma", "gamma": "gamma", "bias": "beta", "beta": "beta"}.get(last)
-    return (scope + "/".join(path + [leaf]), False) if leaf else None
-  if path[-1] in _TABLES and last == "weight":
-    return scope + "/".join(path), False
-  if path[-1] in _LINEAR_SCOPES and last in ("weight", "bias"):
-    return scope + "/".join(path + ["kernel" if last == "weight" else "bias"]), last == "weight"
-  return None
 
 
 class _SafetensorsFiles:
@@ -136,6 +140,33 @@ class _SafetensorsFiles:
     return self.where[key].get_tensor(key)
 
 
+def _translate(files):
+  """({Google name: (HF key, transposed?)}, [HF keys that are no model weight])."""
+  translated, unmapped = {}, []
+  for key in files.where:
+    mapped = names_lib.from_huggingface(key)
+    if mapped is None:
+      unmapped.append(key)
+    else:
+      translated[mapped[0]] = (key, mapped[1])
+  return translated, unmapped
+
+
+def _shapes(files, translated):
+  """{Google name: shape in Google's layout}."""
+  shapes = {}
+  for name, (key, transposed) in translated.items():
+    shape = files.shape(key)
+    shapes[name] = shape[::-1] if transposed else shape
+  return shapes
+
+
+def read_shapes(path):
+  """{Google name: shape} of the model weights in HF safetensors (a directory or a file)."""
+  files = _SafetensorsFiles(os.fspath(path))
+  return _shapes(files, _translate(files)[0])
+
+
 def load_huggingface_checkpoint(model, path):
   """Loads HF BERT weights (directory or .safetensors file) into `model`.
 
@@ -144,23 +175,13 @@ def load_huggingface_checkpoint(model, path):
   """
   path = os.fspath(path)
   files = _SafetensorsFiles(path)
-  translated, unmapped = {}, []
-  for key in files.where:
-    mapped = google_name(key)
-    if mapped is None:
-      unmapped.append(key)
-    else:
-      translated[mapped[0]] = (key, mapped[1])
-
-  shapes = {}
-  for name, (key, transpose) in translated.items():
-    shape = files.shape(key)
-    shapes[name] = shape[::-1] if transpose else shape
+  translated, unmapped = _translate(files)
+  shapes = _shapes(files, translated)
 
   def get_array(name):
-    key, transpose = translated[name]
+    key, transposed = translated[name]
     value = files.get(key)
-    return np.ascontiguousarray(value.T) if transpose else value
+    return np.ascontiguousarray(value.T) if transposed else value
 
   decoders = [k for k in unmapped if k.endswith("cls.predictions.decoder.weight")]
   if decoders and "bert/embeddings/word_embeddings" in translated:
@@ -170,3 +191,34 @@ def load_huggingface_checkpoint(model, path):
   report = assign_named_arrays(model, shapes, get_array, path)
   report.ignored = sorted([translated[n][0] for n in report.ignored] + unmapped)  # HF names
   return report
+
+
+def huggingface_tensors(model, heads):
+  """{HF name: float32 array} of `model`'s encoder and `heads` (our head layers), named as
+  HF's class for those heads (ARCHITECTURES) names them, Linear weights [out, in].
+
+  As transformers writes them: the tied masked-LM decoder is left out (HF ties
+  it to the word embeddings), and so is the pooler of the classes without one.
+  """
+  architecture = ARCHITECTURES[frozenset(heads)]
+  variables = names_lib.encoder_variables(names_lib.find_encoder(model))
+  if architecture in _WITHOUT_POOLER:
+    variables = {name: var for name, var in variables.items()
+                 if not name.startswith(names_lib.POOLER_PREFIX)}
+  model_heads = names_lib.head_variables(model)
+  for head in heads:
+    variables.update(model_heads[head])
+  encoder_prefix = names_lib.HF_ENCODER_PREFIX if heads else ""
+  tensors = {}
+  for name, variable in variables.items():
+    hf_name, transposed = names_lib.to_huggingface(name)
+    if name.startswith(names_lib.ENCODER_PREFIX):
+      hf_name = encoder_prefix + hf_name
+    value = np.asarray(variable.numpy(), np.float32)
+    tensors[hf_name] = np.ascontiguousarray(value.T) if transposed else value
+  return tensors
+
+
+def safetensors_bytes(tensors):
+  """The `model.safetensors` file of {HF name: array}, with the header transformers expects."""
+  return safetensors.numpy.save(tensors, metadata=_METADATA)

@@ -55,6 +55,27 @@ def resolve_prefix(path):
   return path
 
 
+def _weight_keys(reader):
+  """({Google name: checkpoint key} of the weights, [the other objects' names])."""
+  keys, other = {}, []
+  for key in reader.get_variable_to_shape_map():
+    m = _KEY_RE.match(key)
+    if m:
+      keys[_unescape(m.group(1))] = key
+    elif _SLOT_MARK in key:
+      other.append("optimizer slots")
+    elif not key.startswith("_"):
+      other.append(key.split("/", 1)[0])
+  return keys, other
+
+
+def read_shapes(path):
+  """{Google name: shape} of the weights in one of our TF2 checkpoints (prefix or directory)."""
+  reader = tf.train.load_checkpoint(resolve_prefix(path))
+  saved_shapes = reader.get_variable_to_shape_map()
+  return {name: saved_shapes[key] for name, key in _weight_keys(reader)[0].items()}
+
+
 def restore_model(model, path):
   """Restores `model`'s weights from one of our TF2 checkpoints, strictly, by name.
 
@@ -64,15 +85,7 @@ def restore_model(model, path):
   prefix = resolve_prefix(path)
   reader = tf.train.load_checkpoint(prefix)
   saved_shapes = reader.get_variable_to_shape_map()
-  keys, other = {}, []
-  for key in saved_shapes:
-    m = _KEY_RE.match(key)
-    if m:
-      keys[_unescape(m.group(1))] = key
-    elif _SLOT_MARK in key:
-      other.append("optimizer slots")
-    elif not key.startswith("_"):
-      other.append(key.split("/", 1)[0])
+  keys, other = _weight_keys(reader)
   if not keys:
     raise CheckpointError(f"{prefix} has no '{WEIGHTS_OBJECT}' object; it was not written by "
                           f"modeling.new_checkpoint (objects: {sorted(set(other))})")
