@@ -34,3 +34,13 @@ def load_vocab(vocab_file):
   if not vocab:
     raise VocabError(f"vocab file is empty: {vocab_file!r}")
   return vocab
+
+
+def load_wordpiece_vocab(vocab_file):
+  """`load_vocab` for the in-graph tokenizers: raises VocabError unless [CLS], [SEP] and [UNK]
+  are in it (packing and WordPiece need them)."""
+  vocab = load_vocab(vocab_file)
+  for token in ("[CLS]", "[SEP]", "[UNK]"):
+    if token not in vocab:
+      raise VocabError(f"vocab file {vocab_file!r} has no {token} token")
+  return vocab
