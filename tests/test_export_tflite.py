@@ -146,7 +146,8 @@ print("FP32", " ".join(label.decode() for label in fp32))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("quantize,atol,size", [("float16", 2e-3, 0.6), ("dynamic_int8", 0.05, 0.6)])
+@pytest.mark.parametrize("quantize,atol,size", [("float16", 2e-3, 0.6),
+                                                ("dynamic_int8", 0.05, 0.6)])
 def test_float16_and_dynamic_int8_stay_close(tflite_file, shared_dir, quantize, atol, size):
   texts = strings([a for a, in read_glue(shared_dir, "SST-2", [0], 32)])
   fp32 = tflite.load_interpreter(tflite_file("none")).get_signature_runner("serve_text")
@@ -156,7 +157,7 @@ def test_float16_and_dynamic_int8_stay_close(tflite_file, shared_dir, quantize, 
   assert os.path.getsize(tflite_file(quantize)) < size * os.path.getsize(tflite_file("none"))
 
 
-# --- the tokenizer's ids against FullTokenizer -------------------------------------------------
+# --- the tokenizer's ids against FullTokenizer ------------------------------------------------
 
 def lite_ids(model, texts):
   """[ids of each text] through a `tokenizer_model` .tflite."""
@@ -186,7 +187,8 @@ def tokenizers(request, google_vocab):
 def test_tokenizer_ids_on_fixture_texts(tokenizers):
   google, model, lower = tokenizers
   texts = ["Hello, World! It's 3.5 km.", "Überraschend gut!", "日本語のテキスト", "", "  ",
-           "naïve café", "co\u00adoperate", "4½ per cent…", "Straße ΣΊΣΥΦΟΣ", "a" * 150]
+           "naïve café", "co\u00adoperate", "4½ per cent…", "Straße ΣΊΣΥΦΟΣ",
+           "a" * 150]
   got = lite_ids(model, texts)
   expected = [google.convert_tokens_to_ids(google.tokenize(t)) for t in texts]
   differ = [t for t, g, e in zip(texts, got, expected) if g != e]
@@ -226,7 +228,7 @@ def test_tokenizer_ids_on_the_corpora(tokenizers, shared_dir):
   assert all(explained(line, lower) for line in differ), differ[:3]
 
 
-# --- packing and errors -------------------------------------------------------------------------------------
+# --- packing and errors -----------------------------------------------------------------------
 
 def test_pairs_are_truncated_as_google(trained):
   """A long pair: Google's _truncate_seq_pair keeps ceil/floor halves of the budget."""

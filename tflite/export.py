@@ -123,7 +123,8 @@ def convert(module, saved_model_dir, quantize, calibration=None):
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     # Calibration runs the float model, tokenizer included: the interpreter it runs in needs
     # TF Text's ops (no public setter).
-    converter.target_spec._experimental_custom_op_registerers = (  # pylint: disable=protected-access
+    # pylint: disable-next=protected-access
+    converter.target_spec._experimental_custom_op_registerers = (
         tf_text.tflite_registrar.SELECT_TFTEXT_OPS)
   return converter.convert()
 
