@@ -1,9 +1,10 @@
 """export_tflite.py: a classifier output_dir as a .tflite that takes raw text.
 
-Google's tiny checkpoint fine-tuned on SST-2 rows: the float32 .tflite gives the
-SavedModel's probabilities (<= 1e-5) on SST-2 dev rows (serve_text) and MRPC dev pairs
-(serve_text_pair), and on ids (serving_default, plus logits); int8, calibrated on
-training rows, agrees with float32 on the label of SST-2 dev rows in a process that
+A tiny model trained on sample_data/sentiment (SST-2's format; it learns the task in
+seconds, which a tiny random-init model on a slice of SST-2 does not): the float32 .tflite
+gives the SavedModel's probabilities (<= 1e-5) on GLUE SST-2 dev rows (serve_text) and MRPC
+dev pairs (serve_text_pair), and on ids (serving_default, plus logits); int8, calibrated on
+training rows, agrees with float32 on the label of the sentiment dev rows in a process that
 imports only tensorflow and tensorflow_text; float16 and dynamic int8 stay close.
 The tokenizer's ids against FullTokenizer on fixture texts and the corpora; one-line errors.
 """
@@ -19,17 +20,16 @@ import tensorflow as tf
 
 from classification import run
 import cli
-from tests.helpers import REPO, google_tiny_options, run_python
+from tests.helpers import REPO, SAMPLE, classifier_options, run_python
 import tflite
 from tflite.text import tokenizer_model
 from tokenization import FullTokenizer
 from tokenization.chars import is_control
 from tokenization.in_graph import differing_code_points
 
-SEQ = 64
-# int8's label against float32's on SST2_ROWS dev rows: measured 1.000 (200 of 200).
-INT8_AGREEMENT = 0.95
-SST2_ROWS = 200
+SEQ = 32
+# int8's label against float32's on the 150 sentiment dev rows.
+INT8_AGREEMENT = 0.95  # measured: 1.000 (150 of 150), float32 accuracy 0.993
 
 
 def read_glue(shared_dir, folder, columns, rows):
@@ -40,12 +40,12 @@ def read_glue(shared_dir, folder, columns, rows):
 
 
 @pytest.fixture(scope="module")
-def trained(shared_dir, tmp_path_factory):
-  """Google's tiny checkpoint fine-tuned on 256 SST-2 rows, and its SavedModel."""
+def trained(tmp_path_factory):
+  """A tiny model (L=2, H=64) trained on sample_data/sentiment, and its SavedModel."""
   tmp = tmp_path_factory.mktemp("tflite")
-  options = google_tiny_options(shared_dir, tmp, "SST-2", "SST-2", 256, max_seq_length=SEQ,
-                                train_batch_size=16, num_train_epochs=2, learning_rate=1e-3,
-                                export_dir=str(tmp / "export"))
+  options = classifier_options(tmp, max_seq_length=SEQ, train_batch_size=16,
+                               num_train_epochs=2, learning_rate=1e-3, seed=1,
+                               export_dir=str(tmp / "export"))
   run.run_classifier(options)
   return dict(tmp=tmp, output_dir=options.output_dir, vocab=options.vocab_file,
               export_dir=options.export_dir, data_dir=options.data_dir)
@@ -110,9 +110,10 @@ def test_float32_equals_the_saved_model(trained, tflite_file, shared_dir):
 
 @pytest.mark.slow
 @pytest.mark.multiprocess
-def test_int8_agrees_with_float32_in_a_fresh_process(tflite_file, shared_dir):
+def test_int8_agrees_with_float32_in_a_fresh_process(tflite_file):
   """Loaded as the README shows, with only tensorflow and tensorflow_text imported."""
-  rows = read_glue(shared_dir, "SST-2", [0, 1], SST2_ROWS)
+  with open(SAMPLE / "sentiment" / "dev.tsv", encoding="utf-8") as f:
+    rows = [tuple(line.split("\t")) for line in f.read().splitlines()[1:]]
   texts = [a for a, _ in rows]
   out = run_python(f"""
 import sys
@@ -139,21 +140,24 @@ print("FP32", " ".join(label.decode() for label in fp32))
   # A model that tells the classes apart, so that agreeing labels mean something.
   accuracy = np.mean([label == gold for label, (_, gold) in zip(fp32, rows)])
   print(f"float32 accuracy {accuracy:.3f}")
-  assert accuracy > 0.6 and min(fp32.count("0"), fp32.count("1")) > SST2_ROWS // 5
-  print(f"int8 vs float32 labels: {agreement:.3f} of {SST2_ROWS} SST-2 dev rows")
+  assert accuracy > 0.6 and min(fp32.count("0"), fp32.count("1")) > len(rows) // 5
+  print(f"int8 vs float32 labels: {agreement:.3f} of {len(rows)} sentiment dev rows")
   assert agreement >= INT8_AGREEMENT
-  assert os.path.getsize(tflite_file("int8")) < 0.6 * os.path.getsize(tflite_file("none"))
+  # The tokenizer's tables (vocabulary) are most of this tiny model's file.
+  assert os.path.getsize(tflite_file("int8")) < 0.85 * os.path.getsize(tflite_file("none"))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("quantize,atol,size", [("float16", 2e-3, 0.6),
-                                                ("dynamic_int8", 0.05, 0.6)])
+@pytest.mark.parametrize("quantize,atol,size", [("float16", 0.03, 0.85),
+                                                ("dynamic_int8", 0.15, 0.85)])
 def test_float16_and_dynamic_int8_stay_close(tflite_file, shared_dir, quantize, atol, size):
   texts = strings([a for a, in read_glue(shared_dir, "SST-2", [0], 32)])
   fp32 = tflite.load_interpreter(tflite_file("none")).get_signature_runner("serve_text")
   quantized = tflite.load_interpreter(tflite_file(quantize)).get_signature_runner("serve_text")
-  np.testing.assert_allclose(quantized(text_a=texts)["probabilities"],
-                             fp32(text_a=texts)["probabilities"], atol=atol)
+  # Measured on this model's 32 rows: float16 0.016, dynamic int8 0.072 at most.
+  ours, reference = quantized(text_a=texts), fp32(text_a=texts)
+  np.testing.assert_allclose(ours["probabilities"], reference["probabilities"], atol=atol)
+  assert ours["label"].tolist() == reference["label"].tolist()
   assert os.path.getsize(tflite_file(quantize)) < size * os.path.getsize(tflite_file("none"))
 
 
@@ -230,12 +234,12 @@ def test_tokenizer_ids_on_the_corpora(tokenizers, shared_dir):
 
 # --- packing and errors -----------------------------------------------------------------------
 
-def test_pairs_are_truncated_as_google(trained):
+def test_pairs_are_truncated_as_google(google_vocab):
   """A long pair: Google's _truncate_seq_pair keeps ceil/floor halves of the budget."""
-  tokenizer = tflite.LiteTokenizer(trained["vocab"], True)
+  tokenizer = tflite.LiteTokenizer(google_vocab, True)
   a, b = tf.constant(["one two three four five six seven"]), tf.constant(["eight nine ten"])
   packed = tokenizer.pack(tokenizer.tokenize(a), tokenizer.tokenize(b), 9)
-  google = FullTokenizer(trained["vocab"], do_lower_case=True)
+  google = FullTokenizer(google_vocab, do_lower_case=True)
   ids = google.convert_tokens_to_ids(["[CLS]", "one", "two", "three", "[SEP]", "eight", "nine",
                                       "ten", "[SEP]"])
   assert packed["input_ids"].numpy().tolist() == [ids]
