@@ -41,10 +41,12 @@ class ClassifierModule(tf.Module):
   """The Keras classifier plus tokenizer, labels and the serving functions."""
 
   def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list,
-               is_regression, label_list_file):
+               is_regression, label_list_file, tokenizer=None):
+    """tokenizer: what the text signatures tokenize and pack with (`tokenize`, `pack` as
+    `InGraphTokenizer`'s); default `InGraphTokenizer(vocab_file, do_lower_case)`."""
     super().__init__(name="bert_classifier")
     self.model = model
-    self.tokenizer = InGraphTokenizer(vocab_file, do_lower_case)
+    self.tokenizer = tokenizer or InGraphTokenizer(vocab_file, do_lower_case)
     self.vocab_file = tf.saved_model.Asset(vocab_file)
     self.label_list_file = tf.saved_model.Asset(label_list_file)
     self.max_seq_length = max_seq_length
@@ -56,8 +58,13 @@ class ClassifierModule(tf.Module):
     self.serve_text = tf.function(self._serve_text, input_signature=[text])
     self.serve_text_pair = tf.function(self._serve_text_pair, input_signature=[text, text])
 
+  def _logits(self, features):
+    return tf.cast(self.model(features, training=False), tf.float32)  # [batch, num_labels]
+
   def _outputs(self, features):
-    logits = tf.cast(self.model(features, training=False), tf.float32)  # [batch, num_labels]
+    return self._predictions(self._logits(features))
+
+  def _predictions(self, logits):
     if self.is_regression:
       return {"score": logits[:, 0]}
     return {"probabilities": tf.nn.softmax(logits, axis=-1),
@@ -95,7 +102,11 @@ def export_saved_model(model, export_dir, vocab_file, do_lower_case, max_seq_len
     label_file = labels_lib.save_label_list(staging, label_list or [], is_regression)
     module = ClassifierModule(model, vocab_file, do_lower_case, max_seq_length, label_list,
                               is_regression, label_file)
-    tf.saved_model.save(module, saved, signatures={
-        SIGNATURE_IDS: module.serve_ids, SIGNATURE_TEXT: module.serve_text,
-        SIGNATURE_TEXT_PAIR: module.serve_text_pair})
+    tf.saved_model.save(module, saved, signatures=signatures(module))
   return export_dir
+
+
+def signatures(module):
+  """{signature name: function} of a ClassifierModule, for `tf.saved_model.save`."""
+  return {SIGNATURE_IDS: module.serve_ids, SIGNATURE_TEXT: module.serve_text,
+          SIGNATURE_TEXT_PAIR: module.serve_text_pair}

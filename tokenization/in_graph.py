@@ -45,7 +45,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tokenization.chars import is_control
-from tokenization.vocab import check_special_tokens, load_vocab
+from tokenization.vocab import load_wordpiece_vocab
 
 # Google's WordpieceTokenizer limit, in characters.
 MAX_CHARS_PER_WORD = 200
@@ -136,9 +136,8 @@ class InGraphTokenizer(tf.Module):
 
   def __init__(self, vocab_file, do_lower_case=True, name=None):
     super().__init__(name=name)
-    vocab = list(load_vocab(vocab_file))
-    ids = {t: i for i, t in enumerate(vocab)}
-    check_special_tokens(ids, vocab_file)
+    ids = load_wordpiece_vocab(vocab_file)
+    vocab = list(ids)
     self.do_lower_case = do_lower_case
     self.vocab_size = len(vocab)
     self.mask_id = ids.get("[MASK]")  # None: the vocab has no [MASK]

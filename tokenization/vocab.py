@@ -49,3 +49,10 @@ def load_vocab(vocab_file):
   if not vocab:
     raise VocabError(f"vocab file is empty: {vocab_file!r}")
   return vocab
+
+
+def load_wordpiece_vocab(vocab_file):
+  """`load_vocab`, then `check_special_tokens`: the in-graph tokenizers' vocabulary."""
+  vocab = load_vocab(vocab_file)
+  check_special_tokens(vocab, vocab_file)
+  return vocab

