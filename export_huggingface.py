@@ -14,36 +14,43 @@ BertForQuestionAnswering.
 
 import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
 
-from absl import flags
+import dataclasses
+from typing import Optional
+
 from absl import logging
 
+from cli import options
+from cli.options import option, required
 from modeling.checkpoints import huggingface_export
 
-FLAGS = flags.FLAGS
 
-flags.DEFINE_string("init_checkpoint", None,
-                    "The checkpoint to export: Google TF1 / HF / ours, or an output_dir of "
-                    "run_classifier.py, run_squad.py or task_distill.py.")
-flags.DEFINE_string("bert_config_file", None,
-                    "bert_config.json (or HF config.json). Default: the one stored with "
-                    "init_checkpoint (run_squad.py's output_dir has none: pass it).")
-flags.DEFINE_string("vocab_file", None, "The model's vocab.txt, written to output_dir.")
-flags.DEFINE_bool("do_lower_case", None,
-                  "Lower-case input text (uncased models), written to tokenizer_config.json. "
-                  "Default: from the vocab file's path ('uncased' or 'cased' in it), else an "
-                  "error.")
-flags.DEFINE_string("output_dir", None,
-                    "The directory to write (created if needed; its other files are left alone).")
-flags.DEFINE_bool("overwrite", False, "Replace the files of an earlier export in output_dir.")
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ExportOptions:
+  """export_huggingface.py's flags (Google's names for the checkpoint, config and vocabulary)."""
+  init_checkpoint: str = required(
+      "The checkpoint to export: Google TF1 / HF / ours, or an output_dir of "
+      "run_classifier.py, run_squad.py or task_distill.py.")
+  bert_config_file: Optional[str] = option(
+      None, "bert_config.json (or HF config.json). Default: the one stored with "
+      "init_checkpoint.")
+  vocab_file: str = required("The model's vocab.txt, written to output_dir.")
+  do_lower_case: Optional[bool] = option(
+      None, "Lower-case input text (uncased models), written to tokenizer_config.json. "
+      "Default: from the vocab file's path ('uncased' or 'cased' in it), else an error.")
+  output_dir: str = required(
+      "The directory to write (created if needed; its other files are left alone).")
+  overwrite: bool = option(False, "Replace the files of an earlier export in output_dir.")
+
+
+options.define_flags(ExportOptions)
 
 
 def main(_):
   logging.set_verbosity(logging.INFO)
-  huggingface_export.export_huggingface(
-      FLAGS.init_checkpoint, FLAGS.output_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
-      FLAGS.bert_config_file, FLAGS.overwrite)
+  o = options.from_flags(ExportOptions)
+  huggingface_export.export_huggingface(o.init_checkpoint, o.output_dir, o.vocab_file,
+                                        o.do_lower_case, o.bert_config_file, o.overwrite)
 
 
 if __name__ == "__main__":
-  flags.mark_flags_as_required(["init_checkpoint", "vocab_file", "output_dir"])
   cli.run(main)
