@@ -121,12 +121,11 @@ def test_masker_needs_the_special_tokens(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def sample_records(tmp_path_factory):
+def sample_records(tmp_path_factory, pretraining_records):
   tmp = tmp_path_factory.mktemp("sample")
   (tmp / "dynamic").mkdir()
-  (tmp / "static").mkdir()
   return {True: make_pretraining_records(str(tmp / "dynamic"), dynamic_masking=True),
-          False: make_pretraining_records(str(tmp / "static")),
+          False: pretraining_records,
           "config": pretraining_config_file(tmp / "bert_config.json")}
 
 

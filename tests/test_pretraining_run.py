@@ -20,16 +20,16 @@ import modeling
 import pretraining
 from pretraining import inputs
 from tests.helpers import (PRED, SEQ, checkpoint_word_embeddings, copy_records_with_one_changed,
-                           make_pretraining_records, minilm_word_embeddings,
-                           pretraining_config_file, pretraining_options, write_records)
+                           minilm_word_embeddings, pretraining_config_file, pretraining_options,
+                           write_records)
 from training import loop, summaries
 
 @pytest.fixture(name="data", scope="module")
-def fixture_data(tmp_path_factory):
+def fixture_data(tmp_path_factory, pretraining_records):
   """(input_file glob, bert_config_file, bert_config_file without dropout)."""
   directory = tmp_path_factory.mktemp("data")
-  make_pretraining_records(str(directory))
-  return (str(directory / "*.tfrecord"), pretraining_config_file(directory / "bert_config.json"),
+  records = os.path.join(os.path.dirname(pretraining_records[0]), "*.tfrecord")
+  return (records, pretraining_config_file(directory / "bert_config.json"),
           pretraining_config_file(directory / "bert_config_nodrop.json", dropout=0.0))
 
 

@@ -9,7 +9,7 @@ import tf_keras
 from classification import run as classification_run
 import modeling
 import pretraining
-from tests.helpers import (classifier_options, make_pretraining_records, pretraining_config_file,
+from tests.helpers import (classifier_options, pretraining_config_file,
                            pretraining_options)
 from training import loop, runner
 
@@ -54,8 +54,8 @@ def check(seen):
   assert seen["kernels"] == ["keras"] and seen["seed"] == 5
 
 
-def test_pretraining_gets_every_runtime_option(spy, tmp_path):
-  data = make_pretraining_records(str(tmp_path))
+def test_pretraining_gets_every_runtime_option(spy, tmp_path, pretraining_records):
+  data = pretraining_records
   config = pretraining_config_file(tmp_path / "bert_config.json")
   options = pretraining_options(("{},{}".format(*data), config, config), tmp_path / "out",
                                 **RUNTIME)
