@@ -157,6 +157,7 @@ def test_warm_start_from_minilm_huggingface_dir(minilm_dir, shared_dir, tmp_path
                                 minilm_word_embeddings(minilm_dir))
 
 
+@pytest.mark.slow
 def test_warm_start_from_google_checkpoint_on_pairs(shared_dir, tmp_path):
   tiny = shared_dir / "fixtures" / "google_bert_tiny"
   options = google_tiny_options(shared_dir, tmp_path, "mrpc", "MRPC", 16,
@@ -169,6 +170,7 @@ def test_warm_start_from_google_checkpoint_on_pairs(shared_dir, tmp_path):
   np.testing.assert_array_equal(checkpoint_word_embeddings(str(tmp_path / "out"), 30522), expected)
 
 
+@pytest.mark.slow
 def test_stsb_regression(shared_dir, tmp_path):
   options = google_tiny_options(shared_dir, tmp_path, "sts-b", "STS-B", 20, max_seq_length=32,
                                 do_eval=True, do_predict=True)
@@ -263,6 +265,7 @@ def test_our_export_is_replaced_only_with_overwrite_export(tmp_path):
   export.check_export_dir(str(tmp_path / "empty"), str(tmp_path / "out"), overwrite=False)
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 def test_every_path_on_a_tensorflow_file_system(shared_dir, tmp_path, monkeypatch):
   """All inputs and outputs on ram:// (standing in for gs://): nothing is written locally."""
