@@ -15,7 +15,8 @@ import cli  # pylint: disable=unused-import,wrong-import-position  # oneDNN on, 
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
   signal.signal(signal.SIGINT, signal.default_int_handler)
 
-from tests.helpers import SHARED, make_pretraining_records  # pylint: disable=wrong-import-position
+from tests.paths import SHARED  # pylint: disable=wrong-import-position
+from tests.pretraining_jobs import make_pretraining_records  # pylint: disable=wrong-import-position
 
 
 @pytest.fixture(scope="session")

@@ -21,9 +21,10 @@ from classification import run
 import cli
 import fileio
 import modeling
-from tests.helpers import (REPO, SAMPLE, checkpoint_word_embeddings, classifier_options,
-                           google_tiny_options, minilm_word_embeddings, run_python, slice_glue,
-                           tiny_config_file)
+from tests.classifier_jobs import classifier_options, google_tiny_options, slice_glue
+from tests.paths import REPO, SAMPLE
+from tests.processes import run_python
+from tests.tiny_models import checkpoint_word_embeddings, minilm_word_embeddings, tiny_config_file
 import tokenization
 
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")

@@ -19,7 +19,8 @@ from distillation.prediction import PredictionDistillationTask, TeacherError
 import modeling
 from modeling.checkpoints import names
 from training import summaries
-from tests.helpers import REPO, SAMPLE, bert_inputs, tiny_config_file
+from tests.paths import REPO, SAMPLE
+from tests.tiny_models import bert_inputs, tiny_config_file
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))
 SEQ = 32

@@ -18,8 +18,10 @@ import modeling
 import tokenization
 from training import summaries
 from training import task as task_lib
-from tests.helpers import (PRED, REPO, SAMPLE, SEQ, classifier_options,
-                           pretraining_config_file, tiny_config_file)
+from tests.classifier_jobs import classifier_options
+from tests.paths import REPO, SAMPLE
+from tests.pretraining_jobs import PRED, SEQ, pretraining_config_file
+from tests.tiny_models import tiny_config_file
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))
 

@@ -32,7 +32,8 @@ import pytest
 
 import pretraining
 from pretraining_data import pipeline
-from tests.helpers import REPO, SAMPLE, copy_records_with_one_changed
+from tests.paths import REPO, SAMPLE
+from tests.records import copy_records_with_one_changed
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]  # ~100 scripts, each importing TensorFlow
 PARALLEL = len(os.sched_getaffinity(0))

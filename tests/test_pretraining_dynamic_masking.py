@@ -17,9 +17,10 @@ import pretraining
 from pretraining.dynamic_masking import DynamicMasker, masked_dataset_fn
 from pretraining_data import features, pipeline
 import tokenization
-from tests.helpers import (SAMPLE, assert_googles_masking, assert_whole_words_masked,
-                           make_pretraining_records, pretraining_config_file,
-                           pretraining_options)
+from tests.paths import SAMPLE
+from tests.pretraining_jobs import (assert_googles_masking, assert_whole_words_masked,
+                                    make_pretraining_records, pretraining_config_file,
+                                    pretraining_options)
 
 CORPUS_SEQ, CORPUS_PRED = 128, 20
 

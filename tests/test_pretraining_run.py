@@ -19,9 +19,9 @@ import fileio
 import modeling
 import pretraining
 from pretraining import inputs
-from tests.helpers import (PRED, SEQ, checkpoint_word_embeddings, copy_records_with_one_changed,
-                           minilm_word_embeddings, pretraining_config_file, pretraining_options,
-                           write_records)
+from tests.pretraining_jobs import PRED, SEQ, pretraining_config_file, pretraining_options
+from tests.records import copy_records_with_one_changed, write_records
+from tests.tiny_models import checkpoint_word_embeddings, minilm_word_embeddings
 from training import loop, summaries
 
 @pytest.fixture(name="data", scope="module")

@@ -26,8 +26,10 @@ import tf_keras
 import modeling
 import pretraining
 import run_pretraining
-from tests.helpers import (PRED, REPO, SEQ, checkpoint_weights, free_port, pretraining_config_file,
-                           signal_after_first_checkpoint, wait_for_success)
+from tests.paths import REPO
+from tests.pretraining_jobs import PRED, SEQ, pretraining_config_file
+from tests.processes import free_port, signal_after_first_checkpoint, wait_for_success
+from tests.tiny_models import checkpoint_weights
 from training import loop, summaries
 from training import strategy as strategy_lib
 

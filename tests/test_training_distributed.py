@@ -1,7 +1,7 @@
 """The training loop across processes and devices: a real kill and resume,
 MirroredStrategy over two logical CPUs, two-worker MultiWorkerMirroredStrategy.
 
-Each runs the toy job of tests.helpers as a subprocess (its own TensorFlow
+Each runs the toy job of tests.toy_job as a subprocess (its own TensorFlow
 runtime, device split and TF_CONFIG): `python -m tests.test_training_distributed
 --output_dir DIR ...` trains it and writes its losses and weights.
 """
@@ -20,9 +20,10 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from tests.helpers import (REPO, LossRecorder, free_port, model_weights,
-                           signal_after_first_checkpoint, toy_example, toy_trainer,
-                           wait_for_success)
+from tests.paths import REPO
+from tests.processes import free_port, signal_after_first_checkpoint, wait_for_success
+from tests.tiny_models import model_weights
+from tests.toy_job import LossRecorder, toy_example, toy_trainer
 from training import evaluation
 from training import loop
 from training import strategy as strategy_lib

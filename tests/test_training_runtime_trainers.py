@@ -9,8 +9,8 @@ import tf_keras
 from classification import run as classification_run
 import modeling
 import pretraining
-from tests.helpers import (classifier_options, pretraining_config_file,
-                           pretraining_options)
+from tests.classifier_jobs import classifier_options
+from tests.pretraining_jobs import pretraining_config_file, pretraining_options
 from training import loop, runner
 
 # Every RuntimeOptions field away from its default (TPU fields aside: no TPU here).
