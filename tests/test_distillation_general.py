@@ -40,7 +40,8 @@ def fixture_data(tmp_path_factory, pretraining_records):
   student = tiny_config_file(directory / "student.json", vocab_size, hidden_size=32,
                              num_hidden_layers=1, intermediate_size=64,
                              max_position_embeddings=2 * SEQ)
-  return {"input_file": os.path.join(os.path.dirname(pretraining_records[0]), "*.tfrecord"), "teacher": str(teacher_dir),
+  records = os.path.join(os.path.dirname(pretraining_records[0]), "*.tfrecord")
+  return {"input_file": records, "teacher": str(teacher_dir),
           "student": student}
 
 

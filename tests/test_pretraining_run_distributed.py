@@ -62,7 +62,8 @@ def command(values, module=False):
   return [sys.executable, *head] + [f"--{k}={v}" for k, v in values.items()]
 
 
-def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(tmp_path, pretraining_records):
+def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(
+    tmp_path, pretraining_records):
   files, config_file, init = make_job(tmp_path, pretraining_records)
   steps = 60
   values = job_flags(",".join(files), config_file, init, tmp_path / "run",
