@@ -105,7 +105,8 @@ def output_dir_like_trainers(model, config, directory, labels=None):
 
 def masked_lm_only(checkpoint, config, work_dir):
   """A copy of a Google checkpoint without its next-sentence head (what BertForMaskedLM holds)."""
-  variables = {name: value for name, value in google_tf1.read_variables(checkpoint).items()
+  _, reader = google_tf1.open_reader(checkpoint)
+  variables = {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
                if not names_lib.is_optimizer_variable(name)
                and names_lib.head_of(name) != "cls_seq_relationship"}
   directory = os.path.join(work_dir, "masked_lm")

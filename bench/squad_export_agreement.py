@@ -47,7 +47,7 @@ import cli  # pylint: disable=unused-import,wrong-import-position  # our scripts
 import tensorflow as tf  # pylint: disable=wrong-import-position
 
 from squad import evaluation, run  # pylint: disable=wrong-import-position
-from tests.helpers import split_squad_articles  # pylint: disable=wrong-import-position
+from tests.squad_fixtures import split_squad_articles  # pylint: disable=wrong-import-position
 from tokenization import BasicTokenizer  # pylint: disable=wrong-import-position
 
 SHARED = os.path.join(REPO, "..", "shared")

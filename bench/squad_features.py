@@ -29,7 +29,7 @@ sys.path.insert(0, REPO)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import squad  # pylint: disable=wrong-import-position
-from tests.helpers import (  # pylint: disable=wrong-import-position
+from tests.squad_fixtures import (  # pylint: disable=wrong-import-position
     first_answers_only, write_json)
 from tokenization import FullTokenizer  # pylint: disable=wrong-import-position
 

@@ -23,8 +23,10 @@ import tf_keras
 import classification
 from classification import run
 import modeling
-from tests.helpers import (REPO, SAMPLE, checkpoint_weights, classifier_options,
-                           google_tiny_options, run_python, tiny_config_file)
+from tests.classifier_jobs import classifier_options, google_tiny_options
+from tests.paths import REPO, SAMPLE
+from tests.processes import run_python
+from tests.tiny_models import checkpoint_weights, tiny_config_file
 
 # The run's settings shared by the runs compared in this module: 600 train examples,
 # int(600 / 16 * 0.5) = 18 steps; 150 dev examples.

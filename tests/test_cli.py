@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 import cli
-from tests.helpers import REPO
+from tests.paths import REPO
 
 pytestmark = pytest.mark.multiprocess
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))

@@ -15,7 +15,7 @@ import pytest
 import cli
 from cli import options
 from cli.options import option, required
-from tests.helpers import REPO
+from tests.paths import REPO
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))
 

@@ -16,7 +16,9 @@ from distillation import augment
 import fileio
 import modeling
 import tokenization
-from tests.helpers import REPO, SAMPLE, slice_glue, tiny_config_file
+from tests.classifier_jobs import slice_glue
+from tests.paths import REPO, SAMPLE
+from tests.tiny_models import tiny_config_file
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))
 VOCAB = str(SAMPLE / "vocab.txt")

@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from classification import run as classification_run
+from classification import tfrecords
 from cli import FlagError
 from distillation import downstream
 from distillation.options import TaskDistillOptions
@@ -20,7 +21,8 @@ from distillation.teacher import TeacherError
 import modeling
 from modeling.checkpoints import names
 from training import summaries
-from tests.helpers import REPO, SAMPLE, bert_inputs, tiny_config_file
+from tests.paths import REPO, SAMPLE
+from tests.tiny_models import bert_inputs, tiny_config_file
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))
 SEQ = 32
@@ -52,6 +54,29 @@ def _options(teacher, output_dir, **kwargs):
   return values
 
 
+def _log_softmax(z):
+  z = z - z.max(-1, keepdims=True)
+  return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+def _kl(teacher_logits, student_logits):
+  """The mean KL(teacher || student) of the two class distributions, in nats."""
+  log_t = _log_softmax(teacher_logits)
+  return float((np.exp(log_t) * (log_t - _log_softmax(student_logits))).sum(-1).mean())
+
+
+def _dev_logits(checkpoint_dir, run_dir):
+  """The logits [n, 2] of the classifier in `checkpoint_dir` (config beside it) on the dev
+  records run_dir/eval.tf_record."""
+  spec = tfrecords.feature_spec(SEQ)
+  records = next(iter(tf.data.TFRecordDataset(str(run_dir / "eval.tf_record")).batch(1000).map(
+      lambda r: tf.io.parse_example(r, spec))))
+  model = modeling.build_classifier(modeling.load_config(str(checkpoint_dir)), 2)
+  modeling.load_checkpoint(model, str(checkpoint_dir))
+  return model({k: tf.cast(records[k], tf.int32) for k in modeling.INPUT_NAMES},
+               training=False).numpy()
+
+
 @pytest.mark.multiprocess
 def test_cli_distills_a_student_that_every_script_reads(teacher, tmp_path):
   out, export = tmp_path / "student", tmp_path / "export"
@@ -60,20 +85,23 @@ def test_cli_distills_a_student_that_every_script_reads(teacher, tmp_path):
   run = subprocess.run([sys.executable, str(REPO / "task_distill.py"), *args],
                        capture_output=True, text=True, env=ENV, check=False)
   assert run.returncode == 0, run.stderr[-3000:]
-  # Stage 1 (75 steps): the layer-wise objective falls by more than a quarter from its
-  # first logged value (not each term: they trade off, and the embedding term starts near
-  # its floor, the student's embeddings being the teacher's); stage 2: the soft loss falls
-  # (towards the teacher's entropy, its floor: how far it can fall depends on the teacher).
-  # How far stage 1 gets depends on the teacher, which the CPU kernels change: on one AVX2
-  # host, 1.65 at step 5 to 1.04 at step 75 with a teacher trained on oneDNN's kernels,
-  # 2.26 at step 15 to under 1.13 with one trained on Eigen's.
+  # Stage 1 (75 steps): the layer-wise objective, averaged over the last 15 steps, is under
+  # three quarters of its first 5 steps' (not each term: they trade off, and the embedding
+  # term starts near its floor, the student's embeddings being the teacher's). Means over
+  # windows, not one logged value: single batches are noisy, and the teacher itself changes
+  # with the host's CPU kernels.
   intermediate = summaries.read_scalars(str(out / downstream.INTERMEDIATE))
   for term in ("loss", "embedding_loss", "hidden_loss", "attention_loss"):
     assert sorted(intermediate[term]) == list(range(5, 80, 5))
-  assert intermediate["loss"][75] < 0.75 * intermediate["loss"][5], intermediate["loss"]
-  prediction = summaries.read_scalars(str(out))
-  assert prediction["loss"][75] < prediction["loss"][15], prediction["loss"]
-  assert prediction["agreement"][75] > 0.9
+  late = np.mean([intermediate["loss"][step] for step in (65, 70, 75)])
+  assert late < 0.75 * intermediate["loss"][5], intermediate["loss"]
+  # Stage 2 learned the teacher's soft labels: on the 150 dev rows, its KL divergence from
+  # the teacher's class distribution (numpy, from both checkpoints) is under half that of a
+  # uniform answer (the prediction stage starts from a new classifier layer, near uniform).
+  teacher_logits, student_logits = _dev_logits(teacher, out), _dev_logits(out, out)
+  uniform = np.zeros_like(student_logits)
+  assert _kl(teacher_logits, student_logits) < 0.5 * _kl(teacher_logits, uniform), (
+      _kl(teacher_logits, student_logits), _kl(teacher_logits, uniform))
   # run_classifier's outputs, for the student.
   results = dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().split("\n")
                  if line)
@@ -119,11 +147,7 @@ def test_the_prediction_stage_learns_the_teachers_soft_labels(teacher, tmp_path)
   outputs = model(features, training=False)
   loss, metrics = task.loss(dict(features, label_ids=tf.constant([0, 1, 1, 0])), outputs)
   z_s, z_t = outputs["student_logits"].numpy() / 2.0, outputs["teacher_logits"].numpy() / 2.0
-
-  def log_softmax(z):
-    return z - np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True)) - z.max(
-        -1, keepdims=True)
-  expected = -(np.exp(log_softmax(z_t)) * log_softmax(z_s)).sum(-1).mean()
+  expected = -(np.exp(_log_softmax(z_t)) * _log_softmax(z_s)).sum(-1).mean()
   assert float(loss) == pytest.approx(expected, rel=1e-5)
   assert set(metrics) == {"accuracy", "agreement"}
   assert ({id(v) for v in model.trainable_variables} ==

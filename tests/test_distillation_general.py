@@ -18,17 +18,18 @@ import modeling
 import tokenization
 from training import summaries
 from training import task as task_lib
-from tests.helpers import (PRED, REPO, SAMPLE, SEQ, classifier_options, make_pretraining_records,
-                           pretraining_config_file, tiny_config_file)
+from tests.classifier_jobs import classifier_options
+from tests.paths import REPO, SAMPLE
+from tests.pretraining_jobs import PRED, SEQ, pretraining_config_file
+from tests.tiny_models import tiny_config_file
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))
 
 
 @pytest.fixture(name="data", scope="module")
-def fixture_data(tmp_path_factory):
+def fixture_data(tmp_path_factory, pretraining_records):
   """{records glob, teacher checkpoint directory, student config} over sample_data."""
   directory = tmp_path_factory.mktemp("distill")
-  make_pretraining_records(str(directory))
   teacher_dir = directory / "teacher"
   teacher_dir.mkdir()
   # A random L=2, H=64 teacher, without dropout, beside its config as Google ships them.
@@ -39,7 +40,8 @@ def fixture_data(tmp_path_factory):
   student = tiny_config_file(directory / "student.json", vocab_size, hidden_size=32,
                              num_hidden_layers=1, intermediate_size=64,
                              max_position_embeddings=2 * SEQ)
-  return {"input_file": str(directory / "*.tfrecord"), "teacher": str(teacher_dir),
+  records = os.path.join(os.path.dirname(pretraining_records[0]), "*.tfrecord")
+  return {"input_file": records, "teacher": str(teacher_dir),
           "student": student}
 
 

@@ -10,7 +10,7 @@ from cli import FlagError
 import modeling
 from distillation import layer_map
 from distillation.layerwise import LayerwiseDistillationTask, LossWeights
-from tests.helpers import TINY_BERT, bert_inputs
+from tests.tiny_models import TINY_BERT, bert_inputs
 
 TEACHER = TINY_BERT.replace(num_hidden_layers=4)
 

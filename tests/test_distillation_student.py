@@ -7,7 +7,7 @@ import pytest
 from cli import FlagError
 import modeling
 from distillation import student as student_lib
-from tests.helpers import TINY_BERT, bert_inputs
+from tests.tiny_models import TINY_BERT, bert_inputs
 
 TEACHER = TINY_BERT.replace(num_hidden_layers=4)
 

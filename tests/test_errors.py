@@ -35,9 +35,10 @@ import tensorflow as tf
 import modeling
 import pretraining
 from pretraining_data import pipeline
-from tests.helpers import REPO, SAMPLE, copy_records_with_one_changed
+from tests.paths import REPO, SAMPLE
+from tests.records import copy_records_with_one_changed
 
-pytestmark = pytest.mark.multiprocess
+pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]  # ~100 scripts, each importing TensorFlow
 PARALLEL = len(os.sched_getaffinity(0))
 TIMEOUT = 300
 
@@ -53,7 +54,8 @@ class Row:
   ("size=6m", "ro") of a tmpfs mounted at {tmp}/small, seen by the script only (its contents
   go with it). check: a function
   of (tmp, data) with assertions of its own. slow: the row trains or waits for a signal
-  (~10-30 s; pytest -m "not slow" leaves it out).
+  (~10-30 s; the whole table is marked slow, as every row starts a script that imports
+  TensorFlow, so pytest -m "not slow" leaves every row out).
   """
   id: str
   script: str

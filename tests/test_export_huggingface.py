@@ -23,7 +23,9 @@ import modeling
 from modeling import activations
 from modeling.checkpoints import huggingface_export
 from modeling.checkpoints import names as names_lib
-from tests.helpers import REPO, TINY_BERT, bert_inputs, classifier_options
+from tests.classifier_jobs import classifier_options
+from tests.paths import REPO
+from tests.tiny_models import TINY_BERT, bert_inputs
 import tokenization
 
 TOL = 1e-5

@@ -20,7 +20,9 @@ import tensorflow as tf
 
 from classification import run
 import cli
-from tests.helpers import REPO, SAMPLE, classifier_options, run_python
+from tests.classifier_jobs import classifier_options
+from tests.paths import REPO, SAMPLE
+from tests.processes import run_python
 import tflite
 from tflite.text import tokenizer_model
 from tokenization import FullTokenizer

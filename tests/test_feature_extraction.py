@@ -11,7 +11,7 @@ import pytest
 from feature_extraction import extract
 import fileio
 import modeling
-from tests.helpers import REPO
+from tests.paths import REPO
 import tokenization
 
 

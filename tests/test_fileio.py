@@ -13,7 +13,8 @@ import tensorflow as tf
 
 import fileio
 from fileio import InputError, atomic_directory, atomic_output, atomic_write_text, filesystem
-from tests.helpers import REPO, open_on_full_disk
+from tests.full_disk import open_on_full_disk
+from tests.paths import REPO
 
 _ram_dirs = itertools.count()
 

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import modeling
 from modeling.layers import packing
-from tests.helpers import TINY_BERT, bert_inputs
+from tests.tiny_models import TINY_BERT, bert_inputs
 
 
 @pytest.mark.parametrize("num_labels", [3, 1])

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import modeling
-from tests.helpers import TINY_BERT
+from tests.tiny_models import TINY_BERT
 
 
 def test_config_json_round_trip_has_googles_keys(tmp_path):

@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 import modeling
-from tests.helpers import TINY_BERT, bert_inputs
+from tests.tiny_models import TINY_BERT, bert_inputs
 
 
 def test_encoder_outputs_and_mask():

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 import modeling
-from tests.helpers import TINY_BERT, bert_inputs
+from tests.tiny_models import TINY_BERT, bert_inputs
 
 
 def test_pretraining_heads_tie_decoder_and_use_googles_layout():

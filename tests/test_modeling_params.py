@@ -4,7 +4,7 @@ import numpy as np
 
 import modeling
 from modeling.params import count_model_parameters, count_parameters, main as params_main
-from tests.helpers import TINY_BERT
+from tests.tiny_models import TINY_BERT
 
 
 def test_parameter_counts_of_published_sizes():

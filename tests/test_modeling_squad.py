@@ -5,7 +5,7 @@ import tensorflow as tf
 
 import modeling
 from modeling.checkpoints import names
-from tests.helpers import TINY_BERT, bert_inputs
+from tests.tiny_models import TINY_BERT, bert_inputs
 
 
 def test_logits_are_the_span_layer_over_every_position():

@@ -11,7 +11,7 @@ import pytest
 
 import tokenization
 from pretraining_data import features, instances, masking, pipeline, writer
-from tests.helpers import assert_googles_masking, assert_whole_words_masked
+from tests.pretraining_jobs import assert_googles_masking, assert_whole_words_masked
 
 SEQ, PRED = 128, 20
 

@@ -14,7 +14,7 @@ pytest.importorskip("apache_beam")  # requirements-test.txt brings it (requireme
 from cli import FlagError
 from fileio import InputError, OutputError
 from pretraining_data import beam_pipeline, pipeline, shards
-from tests.helpers import REPO
+from tests.paths import REPO
 from tokenization import VocabError
 
 FLAGS = dict(dupe_factor=2, chunk_mb=0.3, num_output_shards=3, do_whole_word_mask=True)

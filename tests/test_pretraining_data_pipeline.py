@@ -12,7 +12,8 @@ import cli
 import tokenization
 from fileio import InputError, OutputError, filesystem
 from pretraining_data import masking, pipeline, writer
-from tests.helpers import REPO, open_on_full_disk
+from tests.full_disk import open_on_full_disk
+from tests.paths import REPO
 
 
 def _run(tmp_path, inputs, vocab, name="out.tfrecord", **kw):

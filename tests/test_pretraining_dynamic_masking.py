@@ -17,9 +17,10 @@ import pretraining
 from pretraining.dynamic_masking import DynamicMasker, masked_dataset_fn
 from pretraining_data import features, pipeline
 import tokenization
-from tests.helpers import (SAMPLE, assert_googles_masking, assert_whole_words_masked,
-                           make_pretraining_records, pretraining_config_file,
-                           pretraining_options)
+from tests.paths import SAMPLE
+from tests.pretraining_jobs import (assert_googles_masking, assert_whole_words_masked,
+                                    make_pretraining_records, pretraining_config_file,
+                                    pretraining_options)
 
 CORPUS_SEQ, CORPUS_PRED = 128, 20
 
@@ -121,12 +122,11 @@ def test_masker_needs_the_special_tokens(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def sample_records(tmp_path_factory):
+def sample_records(tmp_path_factory, pretraining_records):
   tmp = tmp_path_factory.mktemp("sample")
   (tmp / "dynamic").mkdir()
-  (tmp / "static").mkdir()
   return {True: make_pretraining_records(str(tmp / "dynamic"), dynamic_masking=True),
-          False: make_pretraining_records(str(tmp / "static")),
+          False: pretraining_records,
           "config": pretraining_config_file(tmp / "bert_config.json")}
 
 

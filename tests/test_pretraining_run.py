@@ -19,17 +19,17 @@ import fileio
 import modeling
 import pretraining
 from pretraining import inputs
-from tests.helpers import (PRED, SEQ, checkpoint_word_embeddings, copy_records_with_one_changed,
-                           make_pretraining_records, minilm_word_embeddings,
-                           pretraining_config_file, pretraining_options, write_records)
+from tests.pretraining_jobs import PRED, SEQ, pretraining_config_file, pretraining_options
+from tests.records import copy_records_with_one_changed, write_records
+from tests.tiny_models import checkpoint_word_embeddings, minilm_word_embeddings
 from training import loop, summaries
 
 @pytest.fixture(name="data", scope="module")
-def fixture_data(tmp_path_factory):
+def fixture_data(tmp_path_factory, pretraining_records):
   """(input_file glob, bert_config_file, bert_config_file without dropout)."""
   directory = tmp_path_factory.mktemp("data")
-  make_pretraining_records(str(directory))
-  return (str(directory / "*.tfrecord"), pretraining_config_file(directory / "bert_config.json"),
+  records = os.path.join(os.path.dirname(pretraining_records[0]), "*.tfrecord")
+  return (records, pretraining_config_file(directory / "bert_config.json"),
           pretraining_config_file(directory / "bert_config_nodrop.json", dropout=0.0))
 
 
@@ -179,105 +179,130 @@ def test_xla_gives_the_same_losses_and_bfloat16_trains(data, tmp_path):
   assert np.all(np.isfinite(bf16)) and bf16[-1] < bf16[0] - 0.1, bf16
 
 
-def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path):
-  input_file, config_file, _ = data
-  first = sorted(glob.glob(input_file))[0]
-  with pytest.raises(fileio.InputError,
-                     match=r"a\.tfrecord: record 1 does not match: feature "
-                     r"'input_ids' has length 64, expected 128 \(--max_seq_length=128\)"):
-    pretraining.run(pretraining_options(data, tmp_path / "o1", max_seq_length=128))
-  with pytest.raises(fileio.InputError,
-                     match=r"'masked_lm_positions' has length 10, expected 20 "
-                     r"\(--max_predictions_per_seq=20\)"):
-    pretraining.run(pretraining_options(data, tmp_path / "o2", max_predictions_per_seq=20))
-  with pytest.raises(modeling.ConfigError,
-                     match="Cannot use sequence length 256 because the BERT model was only "
-                           "trained up to sequence length 128"):
-    pretraining.run(pretraining_options(data, tmp_path / "o2", max_seq_length=256))
-  # A file whose records have another length, among good ones: named.
-  ref = {name: np.zeros([2, 32], np.int64) for name in ("input_ids", "input_mask",
-                                                        "segment_ids")}
+def _first_file(data):
+  return sorted(glob.glob(data[0]))[0]
+
+
+def _short_among_good(data, tmp_path):
+  """A file whose records have another length, among good ones."""
+  write_records(tmp_path / "short.tfrecord", _records(32))
+  return dict(input_file=f"{_first_file(data)},{tmp_path / 'short.tfrecord'}")
+
+
+def _cut_in_a_header(data, tmp_path):
+  """A copy cut inside a record header (TensorFlow's reader would stop there silently)."""
+  with open(_first_file(data), "rb") as f:
+    (tmp_path / "cut.tfrecord").write_bytes(f.read()[:-5])
+  return dict(input_file=str(tmp_path / "cut.tfrecord"))
+
+
+def _flipped_byte(data, tmp_path):
+  """A copy with a flipped byte deep inside."""
+  with open(_first_file(data), "rb") as f:
+    data_bytes = f.read()
+  middle = len(data_bytes) // 2
+  (tmp_path / "flip.tfrecord").write_bytes(
+      data_bytes[:middle] + bytes([data_bytes[middle] ^ 1]) + data_bytes[middle + 1:])
+  return dict(input_file=str(tmp_path / "flip.tfrecord"))
+
+
+def _text_file(data, tmp_path):
+  del data
+  (tmp_path / "text.tfrecord").write_text("not a record file\n")
+  return dict(input_file=str(tmp_path / "text.tfrecord"))
+
+
+def _small_vocab(data, tmp_path):
+  """The model's config against the data: ids past its vocabulary."""
+  small = modeling.BertConfig.from_json_file(data[1]).replace(vocab_size=100)
+  (tmp_path / "small.json").write_text(small.to_json_string())
+  return dict(bert_config_file=str(tmp_path / "small.json"))
+
+
+def _nan_records(data, tmp_path):
+  """Records that make the loss NaN: training stops at once."""
+  del data
+  write_records(tmp_path / "nan.tfrecord", dict(
+      _records(SEQ), input_ids=np.ones([2, SEQ], np.int64),
+      input_mask=np.ones([2, SEQ], np.int64),
+      masked_lm_weights=np.full([2, PRED], np.nan, np.float32)))
+  return dict(input_file=str(tmp_path / "nan.tfrecord"), train_batch_size=2)
+
+
+def _records(length):
+  """Two all-zero records of Google's pre-training features, `length` tokens each."""
+  ref = {name: np.zeros([2, length], np.int64) for name in ("input_ids", "input_mask",
+                                                           "segment_ids")}
   ref.update(masked_lm_positions=np.zeros([2, PRED], np.int64),
              masked_lm_ids=np.zeros([2, PRED], np.int64),
              masked_lm_weights=np.ones([2, PRED], np.float32),
              next_sentence_labels=np.zeros([2, 1], np.int64))
-  write_records(tmp_path / "short.tfrecord", ref)
-  with pytest.raises(fileio.InputError,
-                     match=r"short\.tfrecord: .*'input_ids' has length 32, expected 64"):
-    pretraining.run(pretraining_options(data, tmp_path / "o3",
-                                        input_file=f"{first},{tmp_path / 'short.tfrecord'}"))
-  # A copy cut inside a record header (TensorFlow's reader would stop there silently)
-  # and one with a flipped byte deep inside: both refused before training, named.
-  with open(first, "rb") as f:
-    data_bytes = f.read()
-  (tmp_path / "cut.tfrecord").write_bytes(data_bytes[:-5])
-  with pytest.raises(fileio.InputError, match=r"cut\.tfrecord: record \d+ \(at byte \d+\) is "
-                                              r"cut: the file ends"):
-    pretraining.run(pretraining_options(data, tmp_path / "o4",
-                                        input_file=str(tmp_path / "cut.tfrecord")))
-  middle = len(data_bytes) // 2
-  (tmp_path / "flip.tfrecord").write_bytes(
-      data_bytes[:middle] + bytes([data_bytes[middle] ^ 1]) + data_bytes[middle + 1:])
-  with pytest.raises(fileio.InputError, match=r"flip\.tfrecord: record \d+ \(at byte \d+\) is "
-                                              r"damaged"):
-    pretraining.run(pretraining_options(data, tmp_path / "o4",
-                                        input_file=str(tmp_path / "flip.tfrecord")))
-  assert not (tmp_path / "o4").exists() or not list((tmp_path / "o4").glob("model.ckpt*"))
-  (tmp_path / "text.tfrecord").write_text("not a record file\n")
-  with pytest.raises(fileio.InputError, match=r"text\.tfrecord: not a readable TFRecord"):
-    pretraining.run(pretraining_options(data, tmp_path / "o4",
-                                        input_file=str(tmp_path / "text.tfrecord")))
-  # The model's config against the data.
-  small = modeling.BertConfig.from_json_file(config_file).replace(vocab_size=100)
-  (tmp_path / "small.json").write_text(small.to_json_string())
-  with pytest.raises(fileio.InputError, match=r"a\.tfrecord: record 1 does not match: "
-                     r"feature 'input_ids' holds \d+, outside \[0, 100\) \(the model's "
-                     r"vocab_size"):
-    pretraining.run(pretraining_options(data, tmp_path / "o5",
-                                        bert_config_file=str(tmp_path / "small.json")))
-  with pytest.raises(fileio.InputError, match="matches no file"):
-    pretraining.run(pretraining_options(data, tmp_path / "o6",
-                                        input_file=str(tmp_path / "none*.rec")))
-  with pytest.raises(modeling.ConfigError, match="cannot read BERT config"):
-    pretraining.run(pretraining_options(data, tmp_path / "o7",
-                                        bert_config_file=str(tmp_path / "no.json")))
-  # Records that make the loss NaN: training stops at once, nothing is saved.
-  nan = dict(ref, input_ids=np.ones([2, SEQ], np.int64), input_mask=np.ones([2, SEQ], np.int64),
-             segment_ids=np.zeros([2, SEQ], np.int64),
-             masked_lm_weights=np.full([2, PRED], np.nan, np.float32))
-  write_records(tmp_path / "nan.tfrecord", nan)
-  with pytest.raises(loop.NonFiniteLossError, match="Loss is nan at global step 0: stopped"):
-    pretraining.run(pretraining_options(data, tmp_path / "o8",
-                                        input_file=str(tmp_path / "nan.tfrecord"),
-                                        train_batch_size=2))
-  for name in ("o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8"):
-    assert not glob.glob(str(tmp_path / name / "model.ckpt*")), name
+  return ref
 
 
-def test_every_record_is_checked_before_training(data, tmp_path, monkeypatch):
+@pytest.mark.parametrize("flags, error, message", [
+    pytest.param(lambda data, tmp: dict(max_seq_length=128), fileio.InputError,
+                 r"a\.tfrecord: record 1 does not match: feature 'input_ids' has length 64, "
+                 r"expected 128 \(--max_seq_length=128\)", id="max_seq_length"),
+    pytest.param(lambda data, tmp: dict(max_predictions_per_seq=20), fileio.InputError,
+                 r"'masked_lm_positions' has length 10, expected 20 "
+                 r"\(--max_predictions_per_seq=20\)", id="max_predictions_per_seq"),
+    pytest.param(lambda data, tmp: dict(max_seq_length=256), modeling.ConfigError,
+                 "Cannot use sequence length 256 because the BERT model was only trained up "
+                 "to sequence length 128", id="longer_than_the_model"),
+    pytest.param(_short_among_good, fileio.InputError,
+                 r"short\.tfrecord: .*'input_ids' has length 32, expected 64",
+                 id="short_file_among_good"),
+    pytest.param(_cut_in_a_header, fileio.InputError,
+                 r"cut\.tfrecord: record \d+ \(at byte \d+\) is cut: the file ends",
+                 id="cut_in_a_header"),
+    pytest.param(_flipped_byte, fileio.InputError,
+                 r"flip\.tfrecord: record \d+ \(at byte \d+\) is damaged", id="flipped_byte"),
+    pytest.param(_text_file, fileio.InputError, r"text\.tfrecord: not a readable TFRecord",
+                 id="text_file"),
+    pytest.param(_small_vocab, fileio.InputError,
+                 r"a\.tfrecord: record 1 does not match: feature 'input_ids' holds \d+, "
+                 r"outside \[0, 100\) \(the model's vocab_size", id="ids_past_the_vocab"),
+    pytest.param(lambda data, tmp: dict(input_file=str(tmp / "none*.rec")), fileio.InputError,
+                 "matches no file", id="no_input_file"),
+    pytest.param(lambda data, tmp: dict(bert_config_file=str(tmp / "no.json")),
+                 modeling.ConfigError, "cannot read BERT config", id="no_config_file"),
+    pytest.param(_nan_records, loop.NonFiniteLossError,
+                 "Loss is nan at global step 0: stopped", id="nan_loss"),
+])
+def test_bad_inputs_fail_before_training_with_clear_errors(data, tmp_path, flags, error, message):
+  """Each is refused with one clear error, and no checkpoint is written."""
+  with pytest.raises(error, match=message):
+    pretraining.run(pretraining_options(data, tmp_path / "out", **flags(data, tmp_path)))
+  assert not glob.glob(str(tmp_path / "out" / "model.ckpt*"))
+
+
+def _set_value(name, position, value):
+  return lambda feature: feature[name].int64_list.value.__setitem__(position, value)
+
+
+@pytest.mark.parametrize("change, message", [
+    pytest.param(_set_value("input_ids", 3, 5000), r"record 301 does not match: feature "
+                 r"'input_ids' holds 5000, outside \[0, 2231\)", id="input_id_past_the_vocab"),
+    pytest.param(_set_value("masked_lm_ids", 0, -1), r"record 301 does not match: feature "
+                 r"'masked_lm_ids' holds -1", id="negative_masked_lm_id"),
+    pytest.param(_set_value("masked_lm_positions", 0, SEQ), r"record 301 does not match: "
+                 rf"feature 'masked_lm_positions' holds {SEQ}, outside \[0, {SEQ}\) "
+                 r"\(--max_seq_length\)", id="masked_lm_position_past_the_sequence"),
+    pytest.param(_set_value("segment_ids", 0, 2), r"record 301 does not match: feature "
+                 r"'segment_ids' holds 2, outside \[0, 2\) \(the model's type_vocab",
+                 id="segment_id_past_type_vocab"),
+    pytest.param(lambda feature: feature["input_mask"].int64_list.value.append(1),
+                 r"record 301 does not match: feature 'input_mask' has length 65, expected 64",
+                 id="longer_input_mask"),
+])
+def test_every_record_is_checked_before_training(data, tmp_path, monkeypatch, change, message):
   """A later record that training would fail on (an id outside the embeddings, another
   length) is named by file and record number, across parse batches and files."""
   monkeypatch.setattr(inputs, "CHECK_BATCH", 64)
   first, second = sorted(glob.glob(data[0]))
-
-  def set_value(name, position, value):
-    return lambda feature: feature[name].int64_list.value.__setitem__(position, value)
-
-  cases = [
-      (set_value("input_ids", 3, 5000), r"record 301 does not match: feature 'input_ids' "
-                                        r"holds 5000, outside \[0, 2231\)"),
-      (set_value("masked_lm_ids", 0, -1), r"record 301 does not match: feature "
-                                          r"'masked_lm_ids' holds -1"),
-      (set_value("masked_lm_positions", 0, SEQ), r"record 301 does not match: feature "
-       rf"'masked_lm_positions' holds {SEQ}, outside \[0, {SEQ}\) \(--max_seq_length\)"),
-      (set_value("segment_ids", 0, 2), r"record 301 does not match: feature 'segment_ids' "
-                                       r"holds 2, outside \[0, 2\) \(the model's type_vocab"),
-      (lambda feature: feature["input_mask"].int64_list.value.append(1),
-       r"record 301 does not match: feature 'input_mask' has length 65, expected 64"),
-  ]
-  for number, (change, message) in enumerate(cases):
-    bad = copy_records_with_one_changed(second, tmp_path / f"bad{number}.tfrecord", 300, change)
-    with pytest.raises(fileio.InputError, match=rf"bad{number}\.tfrecord: {message}"):
-      pretraining.run(pretraining_options(data, tmp_path / "out", input_file=f"{first},{bad}"))
+  bad = copy_records_with_one_changed(second, tmp_path / "bad.tfrecord", 300, change)
+  with pytest.raises(fileio.InputError, match=rf"bad\.tfrecord: {message}"):
+    pretraining.run(pretraining_options(data, tmp_path / "out", input_file=f"{first},{bad}"))
   assert not glob.glob(str(tmp_path / "out" / "model.ckpt*"))
 

@@ -26,9 +26,10 @@ import tf_keras
 import modeling
 import pretraining
 import run_pretraining
-from tests.helpers import (PRED, REPO, SEQ, checkpoint_weights, free_port,
-                           make_pretraining_records, pretraining_config_file,
-                           signal_after_first_checkpoint, wait_for_success)
+from tests.paths import REPO
+from tests.pretraining_jobs import PRED, SEQ, pretraining_config_file
+from tests.processes import free_port, signal_after_first_checkpoint, wait_for_success
+from tests.tiny_models import checkpoint_weights
 from training import loop, summaries
 from training import strategy as strategy_lib
 
@@ -36,10 +37,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.multiprocess]
 TIMEOUT = 300
 
 
-def make_job(tmp_path):
-  """(data files, config file without dropout, init checkpoint): runs that
+def make_job(tmp_path, files):
+  """(`files`, config file without dropout, init checkpoint): runs that
   start from the same weights and draw no random numbers compare exactly."""
-  files = make_pretraining_records(str(tmp_path))
   config_file = pretraining_config_file(tmp_path / "bert_config.json", dropout=0.0)
   tf_keras.utils.set_random_seed(1)
   model = modeling.build_pretraining_model(modeling.BertConfig.from_json_file(config_file),
@@ -62,8 +62,9 @@ def command(values, module=False):
   return [sys.executable, *head] + [f"--{k}={v}" for k, v in values.items()]
 
 
-def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(tmp_path):
-  files, config_file, init = make_job(tmp_path)
+def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(
+    tmp_path, pretraining_records):
+  files, config_file, init = make_job(tmp_path, pretraining_records)
   steps = 60
   values = job_flags(",".join(files), config_file, init, tmp_path / "run",
                      num_train_steps=steps, save_checkpoints_steps=10, iterations_per_loop=10,
@@ -96,8 +97,9 @@ def test_killed_run_resumes_and_ends_where_an_uninterrupted_one_does(tmp_path):
     np.testing.assert_allclose(got[key], want[key], rtol=1e-4, atol=1e-6, err_msg=key)
 
 
-def test_a_second_run_on_the_output_dir_is_refused_and_ctrl_c_names_the_checkpoint(tmp_path):
-  files, config_file, init = make_job(tmp_path)
+def test_a_second_run_on_the_output_dir_is_refused_and_ctrl_c_names_the_checkpoint(
+    tmp_path, pretraining_records):
+  files, config_file, init = make_job(tmp_path, pretraining_records)
   output_dir = tmp_path / "run"
   values = job_flags(",".join(files), config_file, init, output_dir, num_train_steps=100000,
                      save_checkpoints_steps=10, iterations_per_loop=10, log_steps=10)
@@ -139,8 +141,8 @@ def uniform_weight_records(files, path):
   return str(path)
 
 
-def test_mirrored_over_two_cpus_matches_one_device(tmp_path):
-  files, config_file, init = make_job(tmp_path)
+def test_mirrored_over_two_cpus_matches_one_device(tmp_path, pretraining_records):
+  files, config_file, init = make_job(tmp_path, pretraining_records)
   input_file = uniform_weight_records(files, tmp_path / "uniform.tfrecord")
   steps = 8
   values = job_flags(input_file, config_file, init, tmp_path / "mirrored",
@@ -159,8 +161,9 @@ def test_mirrored_over_two_cpus_matches_one_device(tmp_path):
 
 
 
-def test_two_workers_train_the_same_weights_and_only_the_chief_writes(tmp_path):
-  files, config_file, init = make_job(tmp_path)
+def test_two_workers_train_the_same_weights_and_only_the_chief_writes(
+    tmp_path, pretraining_records):
+  files, config_file, init = make_job(tmp_path, pretraining_records)
   cluster = {"worker": [f"localhost:{free_port()}", f"localhost:{free_port()}"]}
   output_dir = tmp_path / "run"
   processes = []

@@ -4,7 +4,7 @@ import collections
 
 import pytest
 
-from tests.helpers import SAMPLE
+from tests.paths import SAMPLE
 from tokenization import FullTokenizer, load_vocab
 
 

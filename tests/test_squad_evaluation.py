@@ -10,7 +10,7 @@ import pytest
 
 import cli
 from squad import evaluation
-from tests.helpers import REPO
+from tests.paths import REPO
 
 FIXTURES = "fixtures/squad"
 PREDICT200 = ("fixtures/squad/inputs/v1_predict200.json",

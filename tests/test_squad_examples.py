@@ -8,8 +8,8 @@ import pytest
 
 from cli import UserError
 from squad import SquadFormatError, read_squad_examples
-from tests.helpers import (SQUAD_CASES, first_answers_only, read_jsonl, read_squad_fixture_set,
-                           squad_fixture_dir, write_json)
+from tests.squad_fixtures import (SQUAD_CASES, first_answers_only, read_jsonl,
+                                  read_squad_fixture_set, squad_fixture_dir, write_json)
 
 @pytest.mark.parametrize("name,mode", SQUAD_CASES)
 def test_examples_match_google(shared_dir, tmp_path, caplog, name, mode):

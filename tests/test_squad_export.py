@@ -16,7 +16,9 @@ import tensorflow as tf
 
 import cli
 from squad import export, run
-from tests.helpers import REPO, run_python, write_json
+from tests.paths import REPO
+from tests.processes import run_python
+from tests.squad_fixtures import write_json
 from tokenization.in_graph import InGraphTokenizer
 
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")

@@ -12,7 +12,7 @@ import tensorflow as tf
 from squad import features as features_lib
 from squad import (convert_examples_to_features, feature_spec, generate_features,
                    write_features)
-from tests.helpers import SQUAD_CASES, read_jsonl, read_squad_fixture_set, squad_fixture_dir
+from tests.squad_fixtures import SQUAD_CASES, read_jsonl, read_squad_fixture_set, squad_fixture_dir
 from tokenization import FullTokenizer
 
 

@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from squad import evaluation, run
-from tests.helpers import REPO, first_answers_only, write_json
+from tests.paths import REPO
+from tests.squad_fixtures import first_answers_only, write_json
 
 SETTINGS = dict(max_seq_length=128, doc_stride=64, max_query_length=32)
 

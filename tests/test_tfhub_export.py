@@ -12,7 +12,7 @@ import tensorflow_text as tf_text
 
 from cli import FlagError
 import modeling
-from tests.helpers import REPO
+from tests.paths import REPO
 import tfhub
 from tokenization import resolve_do_lower_case
 import tokenization

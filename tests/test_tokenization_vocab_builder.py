@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO
+from tests.paths import REPO
 from tokenization import FullTokenizer, load_vocab
 from tokenization import vocab_builder
 

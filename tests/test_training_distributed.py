@@ -2,7 +2,7 @@
 MirroredStrategy over two logical CPUs, two-worker MultiWorkerMirroredStrategy (healthy,
 SIGTERM to one worker, one worker killed).
 
-Each runs the toy job of tests.helpers as a subprocess (its own TensorFlow
+Each runs the toy job of tests.toy_job as a subprocess (its own TensorFlow
 runtime, device split and TF_CONFIG) under `cli.run`, as our scripts:
 `python -m tests.test_training_distributed --output_dir DIR ...` trains it and writes
 its losses and weights.
@@ -24,9 +24,10 @@ import tensorflow as tf
 import tf_keras
 
 import cli
-from tests.helpers import (REPO, LossRecorder, free_port, model_weights,
-                           signal_after_first_checkpoint, toy_example, toy_trainer,
-                           wait_for_success)
+from tests.paths import REPO
+from tests.processes import free_port, signal_after_first_checkpoint, wait_for_success
+from tests.tiny_models import model_weights
+from tests.toy_job import LossRecorder, toy_example, toy_trainer
 from training import evaluation
 from training import flags as training_flags
 from training import loop

@@ -1,4 +1,4 @@
-"""The training loop on a toy regression job (tests.helpers), in process on one device:
+"""The training loop on a toy regression job (tests.toy_job), in process on one device:
 gradient accumulation, logging, summaries, checkpoints and resume, warm start, NaN stop,
 mixed precision, XLA, evaluation and prediction, metrics, bad settings."""
 
@@ -16,8 +16,9 @@ import tensorflow as tf
 import tf_keras
 
 from cli import Stopped
-from tests.helpers import (LossRecorder, model_weights, toy_dataset_fn, toy_example,
-                           toy_loss_fn, toy_metrics_fn, toy_model_fn, toy_trainer)
+from tests.tiny_models import model_weights
+from tests.toy_job import (LossRecorder, toy_dataset_fn, toy_example, toy_loss_fn, toy_metrics_fn,
+                           toy_model_fn, toy_trainer)
 from training import checkpointing
 from training import evaluation
 from training import loop

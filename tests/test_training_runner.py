@@ -13,7 +13,7 @@ import tf_keras
 import cli
 from cli import options
 import modeling
-from tests.helpers import TINY_BERT
+from tests.tiny_models import TINY_BERT
 from training import inputs, runner, runtime
 from training import task as task_lib
 

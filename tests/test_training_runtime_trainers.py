@@ -9,8 +9,8 @@ import tf_keras
 from classification import run as classification_run
 import modeling
 import pretraining
-from tests.helpers import (classifier_options, make_pretraining_records, pretraining_config_file,
-                           pretraining_options)
+from tests.classifier_jobs import classifier_options
+from tests.pretraining_jobs import pretraining_config_file, pretraining_options
 from training import loop, runner
 
 # Every RuntimeOptions field away from its default (TPU fields aside: no TPU here).
@@ -55,8 +55,8 @@ def check(seen):
   assert seen["kernels"] == ["keras"] and seen["seed"] == 5
 
 
-def test_pretraining_gets_every_runtime_option(spy, tmp_path):
-  data = make_pretraining_records(str(tmp_path))
+def test_pretraining_gets_every_runtime_option(spy, tmp_path, pretraining_records):
+  data = pretraining_records
   config = pretraining_config_file(tmp_path / "bert_config.json")
   options = pretraining_options(("{},{}".format(*data), config, config), tmp_path / "out",
                                 **RUNTIME)
