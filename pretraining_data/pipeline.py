@@ -35,10 +35,12 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Optional
 
 import numpy as np
 
 from cli import FlagError
+from cli.options import option, required
 import tokenization
 from fileio import (InputError, OutputError, check_outputs, file_size, filesystem,
                     resolve_input_files)
@@ -52,27 +54,49 @@ _PART_TOKENS = 1 << 16
 _DOC_ORDER, _PART, _SHUFFLE = 0, 1, 2
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-  """Flags of create_pretraining_data.py (Google's names and defaults) plus ours."""
-  input_file: str
-  output_file: str
-  vocab_file: str
-  do_lower_case: bool = True
-  do_whole_word_mask: bool = False
-  max_seq_length: int = 128
-  max_predictions_per_seq: int = 20
-  random_seed: int = 12345
-  dupe_factor: int = 10
-  masked_lm_prob: float = 0.15
-  short_seq_prob: float = 0.1
-  num_workers: int = 0  # 0: all cores
-  chunk_mb: float = 16.0
-  overwrite: bool = False
-  strict: bool = False
-  dynamic_masking: bool = False
-  num_output_shards: int = None  # None: output_file is a list of files, filled round-robin
-  beam_pipeline_options: str = None  # None: this machine's worker processes
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PretrainingDataOptions:
+  """Flags of create_pretraining_data.py (Google's names and defaults) plus ours; each field
+  is also its flag (`cli.options`)."""
+  input_file: str = required(
+      "Input raw text file(s) or glob(s), comma-separated. One sentence per line, blank lines "
+      "between documents.")
+  output_file: str = required(
+      "Output TFRecord file(s), comma-separated; instances go round-robin. With "
+      "--num_output_shards: the prefix of the shard files.")
+  vocab_file: str = required("The vocabulary file that the BERT model was trained on.")
+  do_lower_case: bool = option(
+      True, "Whether to lower case the input text. True for uncased models.")
+  do_whole_word_mask: bool = option(
+      False, "Whether to mask all the WordPieces of a word together.")
+  max_seq_length: int = option(128, "Maximum sequence length.")
+  max_predictions_per_seq: int = option(
+      20, "Maximum number of masked LM predictions per sequence.")
+  random_seed: int = option(12345, "Random seed for data generation.")
+  dupe_factor: int = option(
+      10, "Number of times to duplicate the input data (with different masks).")
+  masked_lm_prob: float = option(0.15, "Masked LM probability.")
+  short_seq_prob: float = option(
+      0.1, "Probability of creating sequences shorter than the maximum length.")
+  num_workers: int = option(
+      0, "Worker processes (0: one per CPU core). The output does not depend on it.")
+  chunk_mb: float = option(
+      16.0, "Input text per chunk, in MB: documents are shuffled, random-next segments drawn "
+      "and memory bounded per chunk.")
+  overwrite: bool = option(False, "Replace existing output files.")
+  strict: bool = option(False, "Fail on a line that is not valid UTF-8 instead of skipping it.")
+  dynamic_masking: bool = option(
+      False, "Write unmasked instances (no masked_lm_* features); run_pretraining.py then "
+      "masks them anew at each epoch (RoBERTa's dynamic masking).")
+  num_output_shards: Optional[int] = option(
+      None, "Write N shards PREFIX-00000-of-0000N ... (PREFIX: --output_file); a record's "
+      "shard follows from the seed, so the local tool and the Beam pipeline write the same "
+      "files.")
+  beam_pipeline_options: Optional[str] = option(
+      None, "Run as an Apache Beam pipeline with these comma-separated options, e.g. "
+      "runner=DirectRunner,direct_running_mode=multi_processing,direct_num_workers=2 or "
+      "runner=DataflowRunner,project=...,region=...,temp_location=gs://... "
+      "(pip install -r requirements-beam.txt).")
 
   def validate(self):
     """Raises FlagError for settings that cannot produce instances."""

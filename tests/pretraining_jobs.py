@@ -17,7 +17,7 @@ SEQ, PRED = 64, 10  # max_seq_length and max_predictions_per_seq of the sample r
 def make_pretraining_records(directory, dynamic_masking=False):
   """Two TFRecord files from sample_data (2,867 instances at dupe_factor 5)."""
   files = [os.path.join(directory, name) for name in ("a.tfrecord", "b.tfrecord")]
-  pipeline.run(pipeline.Config(
+  pipeline.run(pipeline.PretrainingDataOptions(
       input_file=str(SAMPLE / "corpus.txt"), output_file=",".join(files),
       vocab_file=str(SAMPLE / "vocab.txt"), max_seq_length=SEQ,
       max_predictions_per_seq=PRED, dupe_factor=5, num_workers=1,

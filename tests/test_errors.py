@@ -821,7 +821,7 @@ def _read(f):
 def fixture_data(tmp_path_factory):
   """Shared inputs: pre-training records and a 2-step run (sample config), configs, texts."""
   data = tmp_path_factory.mktemp("data")
-  pipeline.run(pipeline.Config(
+  pipeline.run(pipeline.PretrainingDataOptions(
       input_file=str(SAMPLE / "corpus.txt"), output_file=str(data / "pre.tfrecord"),
       vocab_file=str(SAMPLE / "vocab.txt"), max_seq_length=64, max_predictions_per_seq=10,
       dupe_factor=1, num_workers=1), io.StringIO())

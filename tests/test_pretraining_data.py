@@ -19,7 +19,7 @@ SEQ, PRED = 128, 20
 def _config(tmp_path, inputs, vocab, **kw):
   kw.setdefault("dupe_factor", 1)
   kw.setdefault("num_workers", 1)
-  return pipeline.Config(input_file=inputs, output_file=str(tmp_path / "out.tfrecord"),
+  return pipeline.PretrainingDataOptions(input_file=inputs, output_file=str(tmp_path / "out.tfrecord"),
                          vocab_file=vocab, **kw)
 
 

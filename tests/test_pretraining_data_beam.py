@@ -22,7 +22,7 @@ NAMES = [f"records-0000{i}-of-00003" for i in range(3)]
 
 
 def _config(inputs, output, vocab, **kw):
-  return pipeline.Config(input_file=str(inputs), output_file=str(output), vocab_file=vocab,
+  return pipeline.PretrainingDataOptions(input_file=str(inputs), output_file=str(output), vocab_file=vocab,
                          **{**FLAGS, **kw})
 
 
@@ -110,7 +110,7 @@ def test_bad_flags_and_inputs_fail_before_a_pipeline_is_built(tmp_path, heldout,
             vocab_file=google_vocab, beam_pipeline_options="runner=DirectRunner")
   kw.update({k: v.format(tmp=tmp_path) if isinstance(v, str) else v for k, v in change.items()})
   with pytest.raises(error, match=message):
-    beam_pipeline.run(pipeline.Config(**{**FLAGS, **kw}), _quiet())
+    beam_pipeline.run(pipeline.PretrainingDataOptions(**{**FLAGS, **kw}), _quiet())
   assert os.listdir(tmp_path) == ["old-00001-of-00003"]
 
 

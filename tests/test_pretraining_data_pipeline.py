@@ -19,7 +19,7 @@ from tests.paths import REPO
 def _run(tmp_path, inputs, vocab, name="out.tfrecord", **kw):
   kw.setdefault("dupe_factor", 1)
   kw.setdefault("num_workers", 1)
-  config = pipeline.Config(input_file=str(inputs),
+  config = pipeline.PretrainingDataOptions(input_file=str(inputs),
                            output_file=kw.pop("output_file", str(tmp_path / name)),
                            vocab_file=vocab, **kw)
   return pipeline.run(config, progress_stream=open(os.devnull, "w"))
@@ -358,7 +358,7 @@ def test_beam_missing_is_one_line_naming_its_requirements(tmp_path, heldout, goo
                                                           monkeypatch):
   from pretraining_data import beam_pipeline  # pylint: disable=import-outside-toplevel
   monkeypatch.setitem(sys.modules, "apache_beam", None)  # as if not installed
-  config = pipeline.Config(input_file=str(heldout), output_file=str(tmp_path / "records"),
+  config = pipeline.PretrainingDataOptions(input_file=str(heldout), output_file=str(tmp_path / "records"),
                            vocab_file=google_vocab, num_output_shards=2,
                            beam_pipeline_options="runner=DirectRunner")
   with pytest.raises(cli.FlagError, match=r"needs Apache Beam, which is not installed: "

@@ -39,7 +39,7 @@ def records(tmp_path_factory, shared_dir, google_vocab):
   out = {}
   for dynamic in (False, True):
     path = str(tmp / f"dynamic_{dynamic}.tfrecord")
-    pipeline.run(pipeline.Config(
+    pipeline.run(pipeline.PretrainingDataOptions(
         input_file=str(shared_dir / "data" / "corpus" / "wikitext2_valid.txt"),
         output_file=path, vocab_file=google_vocab, dupe_factor=1, num_workers=1,
         dynamic_masking=dynamic), io.StringIO())
