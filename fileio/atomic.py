@@ -36,10 +36,11 @@ def temporary_path(path, kind="tmp"):
   return posixpath.join(head, f".{name}.{kind}-{os.getpid()}")
 
 
-def name_output(error, path):
+def name_output(error, path, kind="tmp"):
   """Names `path` in `error` if it is an OSError naming no file (Python's failed writes name
-  none) or `path`'s temporary, so that the error names the output the user asked for."""
-  if isinstance(error, OSError) and error.filename in (None, temporary_path(path)):
+  none) or `path`'s temporary of `kind`, so that the error names the output the user asked
+  for."""
+  if isinstance(error, OSError) and error.filename in (None, temporary_path(path, kind)):
     error.filename = path
 
 
@@ -160,7 +161,7 @@ def _new_directory_beside(path, kind):
   try:
     filesystem.makedirs(temp)
   except OSError as e:
-    name_output(e, path)
+    name_output(e, path, kind)
     raise
   return temp
 

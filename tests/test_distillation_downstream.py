@@ -45,11 +45,13 @@ def fixture_teacher(tmp_path_factory):
 
 
 def _options(teacher, output_dir, **kwargs):
+  # Learning rate 3e-4: at 1e-3 the prediction stage sat at the edge of stability, and on a
+  # host with AMX (oneDNN) its student collapsed to one answer after ~30 steps.
   values = dict(task_name="sst-2", data_dir=str(SAMPLE / "sentiment"),
                 vocab_file=str(SAMPLE / "vocab.txt"), output_dir=str(output_dir),
                 teacher_init_checkpoint=str(teacher), student_init_from_teacher_layers="1,3",
                 do_train=True, max_seq_length=SEQ, intermediate_epochs=2, prediction_epochs=2,
-                learning_rate=1e-3, train_batch_size=16, seed=1, log_steps=5)
+                learning_rate=3e-4, train_batch_size=16, seed=1, log_steps=5)
   values.update(kwargs)
   return values
 

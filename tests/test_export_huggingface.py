@@ -169,7 +169,7 @@ def round_trip(model, original, exported, features, skip=()):
 
 def test_minilm_round_trip_gives_the_same_outputs(minilm_dir, minilm_export):
   config = modeling.load_config(minilm_export)
-  report, _ = round_trip(modeling.build_encoder(config, kernels="keras"), minilm_dir,
+  report, _ = round_trip(modeling.build_encoder(config), minilm_dir,
                          minilm_export, bert_inputs(batch=2, seq=12, vocab=config.vocab_size))
   assert len(report.loaded) == 103 and report.heads_absent == [] and report.ignored == []
 
@@ -211,7 +211,7 @@ def test_google_checkpoint_round_trip(tiny, tiny_export):
   ref = np.load(tiny / "reference.npz")
   features = {k: ref[k] for k in ("input_ids", "input_mask", "segment_ids",
                                   "masked_lm_positions")}
-  model = modeling.build_pretraining_model(modeling.load_config(tiny_export), kernels="keras")
+  model = modeling.build_pretraining_model(modeling.load_config(tiny_export))
   report, out = round_trip(model, tiny / "bert_model.ckpt", tiny_export, features)
   assert len(report.loaded) == 46 and report.heads_absent == [] and report.ignored == []
   for key in ("masked_lm_logits", "next_sentence_logits", "pooled_output"):
@@ -232,7 +232,7 @@ def test_run_classifier_output_dir_exports_its_labels(classifier_dir, tmp_path):
   assert config["label2id"] == {label: i for i, label in enumerate(labels)}
   assert config["problem_type"] == "single_label_classification"
   bert_config = modeling.load_config(classifier_dir)
-  report, _ = round_trip(modeling.build_classifier(bert_config, 2, kernels="keras"),
+  report, _ = round_trip(modeling.build_classifier(bert_config, 2),
                          classifier_dir, out, bert_inputs(vocab=bert_config.vocab_size))
   assert len(report.loaded) == 2 * 16 + 9 and report.heads_absent == []
 
@@ -286,7 +286,7 @@ def test_run_squad_output_dir_exports_question_answering(squad_dir, tiny, tmp_pa
   assert set(tensors) == hf_names("BertForQuestionAnswering", 2)  # no pooler, as HF's
   assert tensors["qa_outputs.weight"].shape == (2, 128)
   config = modeling.load_config(config_file)
-  report, _ = round_trip(modeling.build_squad_model(config, kernels="keras"), squad_dir,
+  report, _ = round_trip(modeling.build_squad_model(config), squad_dir,
                          tmp_path / "hf", bert_inputs(vocab=config.vocab_size),
                          skip=("bert/pooler/dense/kernel", "bert/pooler/dense/bias"))
   assert report.heads_absent == [names_lib.POOLER_LABEL]

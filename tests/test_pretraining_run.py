@@ -258,7 +258,7 @@ def _records(length):
                  id="cut_in_a_header"),
     pytest.param(_flipped_byte, fileio.InputError,
                  r"flip\.tfrecord: record \d+ \(at byte \d+\) is damaged", id="flipped_byte"),
-    pytest.param(_text_file, fileio.InputError, r"text\.tfrecord: not a readable TFRecord",
+    pytest.param(_text_file, fileio.InputError, r"text\.tfrecord: not a TFRecord file",
                  id="text_file"),
     pytest.param(_small_vocab, fileio.InputError,
                  r"a\.tfrecord: record 1 does not match: feature 'input_ids' holds \d+, "

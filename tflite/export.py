@@ -31,6 +31,7 @@ import fileio
 from fileio import InputError
 import modeling
 from modeling.checkpoints.auto import GOOGLE_CONFIG_NAME
+from modeling.kernels import kernels_scope
 import tokenization
 from tflite.text import LiteTokenizer
 
@@ -73,8 +74,9 @@ def load_classifier(model_dir):
                      "training run writes it): the model's labels are unknown")
   label_list, is_regression = labels_lib.load_label_list(label_file)
   config = modeling.load_config(model_dir)
-  model = modeling.build_classifier(config, 1 if is_regression else len(label_list),
-                                    kernels="keras", pack_tokens=False)
+  with kernels_scope("keras"):  # TFLite's builtins; the whole sequence (no token packing)
+    model = modeling.build_classifier(config, 1 if is_regression else len(label_list),
+                                      encoder=modeling.build_encoder(config))
   logging.info("Loaded %s", modeling.load_checkpoint(model, checkpoint).summary())
   return model, (None if is_regression else label_list), is_regression, config
 

@@ -24,6 +24,7 @@ from modeling.checkpoints.assign import CheckpointError
 from modeling.classifier import build_classifier
 from modeling.encoder import build_encoder
 from modeling.heads import build_pretraining_model
+from modeling.kernels import kernels_scope
 from modeling.squad import build_squad_model
 import tokenization
 
@@ -103,14 +104,14 @@ def classifier_labels(init_checkpoint, num_labels):
 
 def _build_model(config, heads, shapes):
   """The model whose variables are the checkpoint's weights (stock Keras kernels)."""
-  if "classifier" in heads:
-    return build_classifier(config, shapes["output_weights"][0], kernels="keras",
-                            pack_tokens=False)
-  if "cls_squad" in heads:
-    return build_squad_model(config, kernels="keras")
-  if heads:
-    return build_pretraining_model(config, kernels="keras")
-  return build_encoder(config, kernels="keras")
+  with kernels_scope("keras"):
+    if "classifier" in heads:
+      return build_classifier(config, shapes["output_weights"][0])
+    if "cls_squad" in heads:
+      return build_squad_model(config)
+    if heads:
+      return build_pretraining_model(config)
+    return build_encoder(config)
 
 
 def tokenizer_files(vocab, do_lower_case, max_length):
