@@ -1,7 +1,7 @@
 """Pre-trains BERT (masked LM + next sentence) on TFRecords; Google's flags and outputs.
 
 Checkpoints in output_dir resume training and are `init_checkpoint`s for
-run_classifier.py / extract_features.py. See README.md, "Pre-training".
+run_classifier.py / extract_features.py. See README.md, "run_pretraining.py".
 """
 
 import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"

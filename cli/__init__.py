@@ -1,5 +1,8 @@
 """What every command-line script shares: the user-error family and the `main` wrapper.
 
+A script's options are declared once, as dataclass fields that are also its
+absl flags (`cli.options`).
+
 A script's `main` raises a `UserError` (or a subclass: `fileio.InputError`,
 `modeling.ConfigError`, ...) for anything the user can fix; `cli.run` turns it
 into one line `<script>: error: <message>` and exit status 1, as it does a flag

@@ -16,6 +16,9 @@ Public API:
   save_google_checkpoint(model, prefix)            -- write Google's TF1 format
   new_checkpoint(model, ...), restore_model        -- our TF2 `tf.train.Checkpoint`s
 Parameter accounting lives in `modeling.params` (also a CLI).
+The layers live in `modeling.layers` (each holds one Google scope's variables;
+`packing` runs them on a batch's real tokens only); layers, heads and losses are
+built with the process's kernel family (`modeling.kernels`).
 """
 
 from modeling.classifier import build_classifier

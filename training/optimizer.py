@@ -3,7 +3,8 @@
 Both are legacy-style `tf_keras.optimizers.legacy.Optimizer` subclasses: that
 API aggregates gradients across replicas before `global_clipnorm` clipping,
 works with the legacy `LossScaleOptimizer` and checkpoints its slot variables
-("m" and "v") with the optimizer.
+("m" and "v") with the optimizer. AdamWeightDecay runs on TensorFlow's fused
+Adam kernel, its weight decay a separate in-place step.
 """
 
 import re
