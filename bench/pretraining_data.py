@@ -91,24 +91,26 @@ def main(argv):
     for name, dupe, cmd in runs:
       if os.path.exists(out):
         os.remove(out)
-      seconds, pss, rss, _ = measure(cmd)
+      m = measure(cmd)
       n = count_records(out)
-      rows.append((name, dupe, n, seconds, pss))
-      print(f"{name:45s} dupe {dupe:2d}: {n:7,d} instances {seconds:7.2f} s "
-            f"{n / seconds:9,.0f} inst/s {mb / seconds:6.2f} MB/s  peak PSS {pss:5.2f} GB"
-            f"  RSS {rss:5.2f} GB", flush=True)
+      rows.append((name, dupe, n, m.seconds, m.cpu_seconds))
+      print(f"{name:45s} dupe {dupe:2d}: {n:7,d} instances {m.seconds:7.2f} s "
+            f"{n / m.seconds:9,.0f} inst/s {mb / m.seconds:6.2f} MB/s  CPU {m.cpu_seconds:7.2f} s"
+            f"  peak PSS {m.peak_pss:5.2f} GB  RSS {m.peak_rss:5.2f} GB  load "
+            f"{os.getloadavg()[0]:.1f}", flush=True)
 
-  print("\nRatios (instances/s):")
+  print("\nRatios (instances/s; in brackets instances per CPU second):")
   peer = {d: n / s for name, d, n, s, _ in rows if name == "Google's script + our tokenizer"}
-  released = {d: n / s for name, d, n, s, _ in rows
+  released = {d: (n / s, n / cpu) for name, d, n, s, cpu in rows
               if name == "Google's script + Google's tokenizer"}
   inmem = {d: n / s for name, d, n, s, _ in rows if "in-memory" in name}
   stated = STATED_GOOGLE["instances"] / STATED_GOOGLE["seconds"]
-  for name, dupe, n, seconds, _ in rows:
+  for name, dupe, n, seconds, cpu in rows:
     rate = n / seconds
     parts = []
     if dupe in released:
-      parts.append(f"{rate / released[dupe]:5.1f}x Google's script as released (same run)")
+      parts.append(f"{rate / released[dupe][0]:5.1f}x ({n / cpu / released[dupe][1]:5.1f}x) "
+                   "Google's script as released (same run)")
     if dupe in peer:
       parts.append(f"{rate / peer[dupe]:5.1f}x Google's script + our tokenizer (same run)")
     if dupe == 1 and os.path.basename(FLAGS.input_file) == "gutenberg_train.txt":

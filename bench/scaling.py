@@ -25,7 +25,6 @@ import glob
 import hashlib
 import os
 import re
-import resource
 import shutil
 import sys
 import tempfile
@@ -113,10 +112,8 @@ def main(argv):
                f"--output_file={prefix}", f"--vocab_file={FLAGS.vocab_file}",
                f"--dupe_factor={FLAGS.dupe_factor}",
                f"--num_output_shards={FLAGS.num_output_shards}", *extra]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        seconds, pss, rss, err = measure(cmd)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        m = measure(cmd)
+        seconds, cpu, pss, rss, err = m.seconds, m.cpu_seconds, m.peak_pss, m.peak_rss, m.stderr
         instances = int(re.search(r"Wrote ([\d,]+) instances", err).group(1).replace(",", ""))
         digests[run] = shard_digest(prefix)
         local = digests.get("local1", digests.get("local2"))

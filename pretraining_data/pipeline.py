@@ -447,6 +447,7 @@ def run(config, progress_stream=sys.stderr):
         for name in ("ids", "sentence_starts", "doc_starts"):
           np.save(os.path.join(chunk_dir, f"{name}.npy"), getattr(chunk, name))
         parts = plan_parts(config, chunk_index, chunk)
+        chunk = None  # the workers map the saved copy: not held twice while records are made
         tasks = ((chunk_dir, chunk_index, dupe, p, doc_indices)
                  for dupe in range(config.dupe_factor) for p, doc_indices in enumerate(parts))
         held = []
@@ -460,14 +461,16 @@ def run(config, progress_stream=sys.stderr):
               for i in _rng(config, chunk_index, dupe, _SHUFFLE).permutation(len(held)).tolist():
                 out.write(held[i])
             else:
-              for shard, records in enumerate(shards.split(
+              # (shard_records: not `records`, which would keep a shard's list past the chunk)
+              for shard, shard_records in enumerate(shards.split(
                   held, shard_rng(config, chunk_index, dupe), config.num_output_shards)):
-                out.write_to(shard, records)
+                out.write_to(shard, shard_records)
+              shard_records = None
             held = []
             done_bytes += chunk_bytes / config.dupe_factor
           progress.update(done_bytes, read_stats.documents, out.count)
         shutil.rmtree(chunk_dir)
-        chunk = parts = None  # one chunk at a time: not held while the next one is read
+        parts = None  # one chunk at a time: not held while the next one is read
       if out.count == 0:
         raise no_instances(input_files)
       progress.update(total_bytes, read_stats.documents, out.count, force=True)
