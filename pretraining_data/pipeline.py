@@ -229,13 +229,17 @@ def _check_stop():
 
 
 def _init_worker(config):
-  """Pool initializer: the parent handles Ctrl-C and stops the workers (with SIGTERM).
+  """Pool initializer: workers ignore SIGINT and SIGTERM; the parent handles both.
 
+  A signal sent to the whole process group (Ctrl-C in a terminal, `kill -- -PGID`,
+  systemd) must not kill a worker: the pool would replace it, its task would never
+  finish and the parent would wait for it forever. The parent stops at its next safe
+  point and lets the tasks in flight finish (`_Runner.close`).
   Forked workers inherit the parent's ready `_WORKER`; spawned ones build their own.
   """
   global _WORKER
   signal.signal(signal.SIGINT, signal.SIG_IGN)
-  signal.signal(signal.SIGTERM, signal.SIG_DFL)
+  signal.signal(signal.SIGTERM, signal.SIG_IGN)
   if _WORKER is None or _WORKER.config != config:
     _WORKER = RecordBuilder(config)
 

@@ -292,8 +292,11 @@ def test_cli(tmp_path, heldout, google_vocab):
 
 
 @pytest.mark.multiprocess
-@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
-def test_interrupt_leaves_no_output(tmp_path, shared_dir, google_vocab, signame):
+@pytest.mark.parametrize("signame,to_group", [("SIGINT", False), ("SIGTERM", False),
+                                              ("SIGTERM", True)])
+def test_interrupt_leaves_no_output(tmp_path, shared_dir, google_vocab, signame, to_group):
+  """A signal to the script, or to its whole process group (`kill -- -PGID`, systemd),
+  stops it within a minute with nothing written (the workers leave the signal to it)."""
   import signal  # pylint: disable=import-outside-toplevel
   out = tmp_path / "big.tfrecord"
   proc = subprocess.Popen(
@@ -301,11 +304,14 @@ def test_interrupt_leaves_no_output(tmp_path, shared_dir, google_vocab, signame)
        f"--input_file={shared_dir / 'data' / 'corpus' / 'gutenberg_train.txt'}",
        f"--output_file={out}", f"--vocab_file={google_vocab}", "--num_workers=2",
        "--dupe_factor=10", "--chunk_mb=1"],
-      cwd=REPO, stderr=subprocess.PIPE, text=True)
+      cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=to_group)
   try:
     line = proc.stderr.readline()  # the first progress line: records are being written
     assert "documents read" in line, line
-    proc.send_signal(getattr(signal, signame))
+    if to_group:
+      os.killpg(proc.pid, getattr(signal, signame))
+    else:
+      proc.send_signal(getattr(signal, signame))
     _, err = proc.communicate(timeout=60)
   finally:
     proc.kill()  # never leave a stuck child behind a failed test
