@@ -1,24 +1,25 @@
-"""Task distillation (TinyBERT) of a fine-tuned BERT classifier into a smaller student.
+"""Task distillation (TinyBERT) of a fine-tuned BERT into a smaller student.
 
-The teacher is run_classifier.py's output (its output_dir or a checkpoint).
-The student learns its layers (--stage=intermediate), then its logits
-(--stage=prediction), or both in turn; evaluation, prediction and export are
-run_classifier's. See `distillation.downstream` for the outputs.
+The teacher is run_classifier.py's output (its output_dir or a checkpoint),
+or, with --task_name=squad, run_squad.py's. The student learns its layers
+(--stage=intermediate), then the teacher's outputs (--stage=prediction), or
+both in turn. With --task_name=squad the data flags, their defaults
+(max_seq_length 384) and the outputs are run_squad's, else run_classifier's.
+See `distillation.downstream` for the outputs.
 """
 
 import cli  # first: Ctrl-C while the rest imports is "<script>: interrupted"
 
-from classification import options
 from distillation import downstream
-from distillation.options import TaskDistillOptions
+from distillation import options
 from training import flags as training_flags
 
-options.define_flags(TaskDistillOptions)
+options.define_task_distill_flags()
 
 
 def main(argv):
   del argv
-  downstream.run_task_distill(options.from_flags(TaskDistillOptions))
+  downstream.run_task_distill(options.task_distill_options_from_flags())
 
 
 if __name__ == "__main__":

@@ -162,16 +162,30 @@ def score(dataset, output_dir):
     return evaluation.evaluate(dataset, json.load(f))
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+def print_seed_summary(runs, seeds, pair, label):
+  """Prints each kind of run's mean EM/F1 over `seeds` ({kind: [results by seed]}), and for
+  `pair` (kinds a, b; or None) the per-seed a - b with a paired 95% bootstrap interval."""
+  for name, results in runs.items():
+    for key in ("exact_match", "f1"):
+      values = [r[key] for r in results]
+      print(f"{name} {key}: mean {statistics.mean(values):.2f} over seeds "
+            f"{seeds} (min {min(values):.2f}, max {max(values):.2f})")
+  if pair:
+    for key in ("exact_match", "f1"):
+      difference = [a[key] - b[key] for a, b in zip(runs[pair[0]], runs[pair[1]])]
+      low, high = paired_interval(difference, BOOTSTRAP_SAMPLES, seed=0)
+      print(f"{key} {label} per seed: " + ", ".join(f"{d:+.2f}" for d in difference)
+            + f" (mean {statistics.mean(difference):+.2f}, 95% interval over seeds "
+            f"[{low:+.2f}, {high:+.2f}])")
+
+
+def add_recipe_arguments(parser):
+  """The data split, threads and fine-tuning recipe flags (bench/squad_distillation.py's
+  teacher takes them too)."""
   parser.add_argument("--input_file", default=os.path.join(REPO, "..", "shared", "data",
                                                            "squad", "dev-v1.1-a.json"))
   parser.add_argument("--train_articles", type=int, default=12)
-  parser.add_argument("--work_dir", required=True)
-  parser.add_argument("--seeds", default="1,2,3")
-  parser.add_argument("--sides", default="ours,peer")
-  parser.add_argument("--threads", type=int, default=1, help="CPU threads per side")
+  parser.add_argument("--threads", type=int, default=1, help="CPU threads per run")
   parser.add_argument("--max_seq_length", type=int, default=128)
   parser.add_argument("--doc_stride", type=int, default=64)
   parser.add_argument("--max_query_length", type=int, default=32)
@@ -179,6 +193,15 @@ def main():
   parser.add_argument("--predict_batch_size", type=int, default=8)
   parser.add_argument("--learning_rate", type=float, default=1e-4)
   parser.add_argument("--num_train_epochs", type=float, default=4.0)
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  add_recipe_arguments(parser)
+  parser.add_argument("--work_dir", required=True)
+  parser.add_argument("--seeds", default="1,2,3")
+  parser.add_argument("--sides", default="ours,peer")
   parser.add_argument("--optimizer", default="adamw",
                       help="ours: adamw (Google's, no bias correction) or adamw_corrected (the "
                            "peer's AdamW)")
@@ -212,19 +235,9 @@ def main():
       runs[side].append(result)
       print(json.dumps(result), flush=True)
 
-  for side, results in runs.items():
-    for key in ("exact_match", "f1"):
-      values = [r[key] for r in results]
-      print(f"{side} {key}: mean {statistics.mean(values):.2f} over seeds "
-            f"{args.seeds} (min {min(values):.2f}, max {max(values):.2f})")
+  # Paired: a seed's two runs share their start (dropout and order are each side's own).
+  print_seed_summary(runs, args.seeds, ("ours", "peer") if len(runs) == 2 else None, "ours - HF")
   if len(runs) == 2:
-    for key in ("exact_match", "f1"):
-      difference = [o[key] - p[key] for o, p in zip(runs["ours"], runs["peer"])]
-      # Paired: a seed's two runs share their start (dropout and order are each side's own).
-      low, high = paired_interval(difference, BOOTSTRAP_SAMPLES, seed=0)
-      print(f"{key} ours - HF per seed: " + ", ".join(f"{d:+.2f}" for d in difference)
-            + f" (mean {statistics.mean(difference):+.2f}, 95% interval over seeds "
-            f"[{low:+.2f}, {high:+.2f}])")
     for key in ("train_examples_per_second", "predict_examples_per_second"):
       ours = statistics.mean(r[key] for r in runs["ours"])
       peer = statistics.mean(r[key] for r in runs["peer"])

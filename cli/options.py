@@ -7,7 +7,11 @@ flag's kind (bool, int, float, str; `Optional[...]` of one of them), and
 `choices` make it an enum. `define_flags(Options)` defines one absl flag per
 such field (a field without a default is a required flag) as key flags of
 the module that calls it, so that the script's `--help` lists them all;
-`from_flags(Options)` builds the options from the parsed flags. A field
+`from_flags(Options)` builds the options from the parsed flags. A script
+that chooses between options classes (task_distill.py: by task) defines
+their flags with `define_union_flags` and builds the chosen one with
+`from_flags`: a flag not given takes that class's default, and
+`check_given_flags` refuses the flags of the others. A field
 declared with plain `dataclasses.field` or a bare default is no flag (e.g. a
 dict the library takes). `check_choices(options)` is the choice check for
 options built in code.
@@ -67,10 +71,12 @@ def _flag_type(annotation):
   return annotation
 
 
-def define_flags(options_class, flag_values=flags.FLAGS):
-  """Defines one flag per option field of `options_class` (see the module)."""
+def define_flags(options_class, flag_values=flags.FLAGS, *, skip=()):
+  """Defines one flag per option field of `options_class` (see the module), but `skip`'s."""
   hints = typing.get_type_hints(options_class)
   for field in option_fields(options_class):
+    if field.name in skip:
+      continue
     spec = field.metadata[_SPEC]
     is_required = field.default is dataclasses.MISSING
     default = None if is_required else field.default
@@ -85,11 +91,43 @@ def define_flags(options_class, flag_values=flags.FLAGS):
       flags.DEFINE_alias(alias, field.name, flag_values=flag_values)
 
 
+def define_union_flags(options_classes, flag_values=flags.FLAGS):
+  """The flags of every class of `options_classes`; a field several declare is defined as the
+  first declares it (its help and default)."""
+  defined = set()
+  for options_class in options_classes:
+    define_flags(options_class, flag_values, skip=defined)
+    defined.update(f.name for f in option_fields(options_class))
+
+
 def from_flags(options_class, flag_values=flags.FLAGS, **overrides):
-  """An `options_class` from the parsed flags of its option fields, then `overrides`."""
-  values = {f.name: flag_values[f.name].value for f in option_fields(options_class)
-            if f.name not in overrides}
+  """An `options_class` from the parsed flags of its option fields, then `overrides`; a flag
+  left at its default takes the field's (they differ where `define_union_flags` defined it
+  for another class)."""
+  values = {}
+  for f in option_fields(options_class):
+    if f.name in overrides:
+      continue
+    flag = flag_values[f.name]
+    given = _given(flag)
+    values[f.name] = flag.value if given or f.default is dataclasses.MISSING else f.default
   return options_class(**values, **overrides)
+
+
+def _given(flag):
+  """Whether the command line set `flag` (an alias sets its value, not its marker)."""
+  return not flag.using_default_value or flag.value != flag.default
+
+
+def check_given_flags(options_class, names, context, flag_values=flags.FLAGS):
+  """FlagError for a flag of `names` given on the command line that `options_class` does
+  not take; `context` says when (e.g. "with --task_name=squad")."""
+  taken = {f.name for f in option_fields(options_class)}
+  given = sorted(name for name in names
+                 if name not in taken and _given(flag_values[name]))
+  if given:
+    raise FlagError(f"{', '.join('--' + name for name in given)} "
+                    f"{'is' if len(given) == 1 else 'are'} not used {context}")
 
 
 def check_choices(options):

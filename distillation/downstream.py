@@ -1,24 +1,30 @@
-"""Task distillation (TinyBERT's second stage) on a run_classifier task: task_distill.py.
+"""Task distillation (TinyBERT's second stage) on a run_classifier task or SQuAD: task_distill.py.
 
-A fine-tuned teacher (run_classifier.py's output) teaches a student on the
-task's training set in two stages, each with its own epochs:
+A fine-tuned teacher (run_classifier.py's or run_squad.py's output) teaches a
+student on the task's training set (SQuAD: its windows) in two stages, each
+with its own epochs:
   intermediate  the layer-wise losses (`distillation.layerwise.LayerwiseDistillationTask`):
                 embeddings, hidden states, attention scores;
-  prediction    the student classifier on the teacher's logits
-                (`distillation.prediction`).
-Evaluation, prediction and export are run_classifier's, on the student. The
-options are `distillation.options.TaskDistillOptions`; the teacher is loaded
-and checked by `distillation.teacher`.
+  prediction    the student's outputs on the teacher's: a classifier's logits, SQuAD's
+                start and end logits (`distillation.prediction`).
+Each is a task trained by the fine-tuning job (`TaskDistillRun` is a
+`ClassifierRun`, `SquadDistillRun` a `SquadRun`), so evaluation, prediction
+and export are the fine-tuning script's, on the student. The options are
+`distillation.options.TaskDistillOptions` and `SquadDistillOptions`; the
+teacher is loaded and checked by `distillation.teacher`.
 
-Layout of `output_dir`, run_classifier's plus:
+Layout of `output_dir`, the fine-tuning script's (run_classifier's: eval_results.txt,
+test_results.tsv; run_squad's: predictions.json, nbest_predictions.json,
+null_odds.json, eval_results.txt) plus:
   student_init/   bert_config.json + bert_model.ckpt (Google's format) of a
                   student made of teacher layers, before any training: the
                   same student fine-tuned directly is the baseline.
   intermediate/   the intermediate stage's checkpoints (student + projections)
                   and TensorBoard events; the prediction stage starts from them.
-  model.ckpt-*    the prediction stage's student classifier (Google's names):
-                  run_classifier.py, extract_features.py and the exports read it.
-  distillation_summary.json  teacher and student side by side (with --do_eval).
+  model.ckpt-*    the prediction stage's student (Google's names): the fine-tuning
+                  script, extract_features.py and the exports read it.
+  distillation_summary.json  teacher and student side by side (classification, with
+                  --do_eval).
 """
 
 import functools
@@ -33,14 +39,16 @@ from classification.run import ClassifierRun
 from distillation import layer_map as layer_map_lib
 from distillation import teacher as teacher_lib
 from distillation.layerwise import LayerwiseDistillationTask
-from distillation.options import BOTH, INTERMEDIATE, PREDICTION, resolve_configs
-from distillation.prediction import PredictionDistillationTask
+from distillation.options import (BOTH, INTERMEDIATE, PREDICTION, SquadDistillOptions,
+                                   resolve_configs)
+from distillation.prediction import PredictionDistillationTask, SquadPredictionDistillationTask
 from distillation.student import copy_teacher_layers
 from distillation.teacher import TeacherTask
 from fileio import atomic_write_text
 import modeling
 from modeling import params
 from modeling.config import ConfigError
+from squad.run import SquadRun
 import tokenization
 from training import job as job_lib
 
@@ -48,12 +56,13 @@ STUDENT_INIT = "student_init"
 SUMMARY = "distillation_summary.json"
 
 
-class TaskDistillRun(ClassifierRun):
-  """One task_distill.py invocation: run_classifier's steps with a distilled student."""
+class _DistilledStudent:
+  """What task_distill.py adds to a fine-tuning job (`ClassifierRun`, `SquadRun`, which come
+  after it among the bases): the teacher and student configs, student_init/ and the stages.
 
-  def __init__(self, options):
-    self._teacher_model = self._teacher_task = self._teacher_dev = None  # built when needed
-    super().__init__(options)
+  The job supplies `prepare_training(epochs)` (writes the training records of
+  `self.task`, returns the steps), `check_teacher()` and `prediction_task()`.
+  """
 
   @functools.cached_property
   def configs(self):
@@ -81,11 +90,74 @@ class TaskDistillRun(ClassifierRun):
     return self.configs[1], (o.student_bert_config_file or o.student_init_checkpoint
                              or o.teacher_bert_config_file or o.teacher_init_checkpoint)
 
+  def teacher_kwargs(self):
+    """The prediction task's teacher arguments (`distillation.prediction`)."""
+    o = self.options
+    return dict(teacher_config=self.teacher_config, teacher_checkpoint=o.teacher_init_checkpoint,
+                temperature=o.temperature, teacher_layers=self.teacher_layers)
+
+  def write_student_init(self):
+    """output_dir/student_init/: the student made of teacher layers, in Google's format."""
+    o = self.options
+    directory = os.path.join(o.output_dir, STUDENT_INIT)
+    teacher = modeling.build_encoder(self.teacher_config)
+    modeling.load_checkpoint(teacher, o.teacher_init_checkpoint)
+    student = modeling.build_encoder(self.config)
+    copy_teacher_layers(teacher, student, self.teacher_layers)
+    tf.io.gfile.makedirs(directory)
+    modeling.save_config(self.config, directory, "the student's config")
+    modeling.save_google_checkpoint(student, os.path.join(directory, "bert_model.ckpt"))
+    logging.info("Wrote the student made of teacher layers %s to %s (the fine-tuning script "
+                 "reads it as --init_checkpoint: the baseline)", self.teacher_layers, directory)
+
+  def train(self):
+    """Checks the teacher, then runs the stages; returns each stage's last logged scalars."""
+    o = self.options
+    if o.check_teacher:
+      self.check_teacher()
+    if self.teacher_layers and self.runner.is_chief:
+      self.write_student_init()
+    scalars = {}
+    intermediate_dir = os.path.join(o.output_dir, INTERMEDIATE)
+    if o.stage in (INTERMEDIATE, BOTH):
+      steps = self.prepare_training(o.intermediate_epochs)
+      mapped = layer_map_lib.layer_map(o.layer_map, self.config.num_hidden_layers,
+                                       self.teacher_config.num_hidden_layers)
+      logging.info("Intermediate stage: student layer m learns from teacher layer %s",
+                   ", ".join(f"{m}<-{t}" for m, t in enumerate(mapped)))
+      task = _IntermediateTask(
+          self.task, teacher_config=self.teacher_config,
+          teacher_checkpoint=o.teacher_init_checkpoint, student_config=self.config,
+          layer_map=mapped, weights=o.loss_weights(), projection=o.projection,
+          teacher_layers=self.teacher_layers)
+      scalars[INTERMEDIATE] = self.train_task(task, steps, output_dir=intermediate_dir,
+                                              init_checkpoint=o.student_init_checkpoint)
+    if o.stage in (PREDICTION, BOTH):
+      steps = self.prepare_training(o.prediction_epochs)
+      start = tf.train.latest_checkpoint(intermediate_dir) or o.student_init_checkpoint
+      logging.info("Prediction stage from %s", start or "the student's initial weights")
+      scalars[PREDICTION] = self.train_task(self.prediction_task(), steps,
+                                            init_checkpoint=start)
+    return scalars
+
+
+class TaskDistillRun(_DistilledStudent, ClassifierRun):
+  """One task_distill.py invocation on a classification task: run_classifier's steps with a
+  distilled student."""
+
+  def __init__(self, options):
+    self._teacher_model = self._teacher_task = self._teacher_dev = None  # built when needed
+    super().__init__(options)
+
   def _classifier_kwargs(self, config):
     task = self.task
     return dict(bert_config=config, num_labels=task.num_labels,
                 max_seq_length=task.max_seq_length, record_files=task.record_files,
                 task_name=task.task_name, is_regression=task.is_regression, seed=task.seed)
+
+  def prediction_task(self):
+    return PredictionDistillationTask(**self.teacher_kwargs(),
+                                      **self._classifier_kwargs(self.config))
 
   # ----- the teacher
 
@@ -114,54 +186,6 @@ class TaskDistillRun(ClassifierRun):
     _, labels, results = self.teacher_dev()
     teacher_lib.check_better_than_chance(results, labels, self.is_regression,
                                          self.options.teacher_init_checkpoint)
-
-  # ----- training
-
-  def write_student_init(self):
-    """output_dir/student_init/: the student made of teacher layers, in Google's format."""
-    o = self.options
-    directory = os.path.join(o.output_dir, STUDENT_INIT)
-    teacher = modeling.build_encoder(self.teacher_config)
-    modeling.load_checkpoint(teacher, o.teacher_init_checkpoint)
-    student = modeling.build_encoder(self.config)
-    copy_teacher_layers(teacher, student, self.teacher_layers)
-    tf.io.gfile.makedirs(directory)
-    modeling.save_config(self.config, directory, "the student's config")
-    modeling.save_google_checkpoint(student, os.path.join(directory, "bert_model.ckpt"))
-    logging.info("Wrote the student made of teacher layers %s to %s (run_classifier.py reads "
-                 "it as --init_checkpoint: the baseline)", self.teacher_layers, directory)
-
-  def train(self):
-    """Checks the teacher, then runs the stages; returns each stage's last logged scalars."""
-    o = self.options
-    if o.check_teacher:
-      self.check_teacher()
-    if self.teacher_layers and self.runner.is_chief:
-      self.write_student_init()
-    scalars = {}
-    intermediate_dir = os.path.join(o.output_dir, INTERMEDIATE)
-    if o.stage in (INTERMEDIATE, BOTH):
-      steps = self.prepare_training(o.intermediate_epochs)
-      mapped = layer_map_lib.layer_map(o.layer_map, self.config.num_hidden_layers,
-                                       self.teacher_config.num_hidden_layers)
-      logging.info("Intermediate stage: student layer m learns from teacher layer %s",
-                   ", ".join(f"{m}<-{t}" for m, t in enumerate(mapped)))
-      task = _IntermediateTask(
-          self.task, teacher_config=self.teacher_config,
-          teacher_checkpoint=o.teacher_init_checkpoint, student_config=self.config,
-          layer_map=mapped, weights=o.loss_weights(), projection=o.projection,
-          teacher_layers=self.teacher_layers)
-      scalars[INTERMEDIATE] = self.train_task(task, steps, output_dir=intermediate_dir,
-                                              init_checkpoint=o.student_init_checkpoint)
-    if o.stage in (PREDICTION, BOTH):
-      steps = self.prepare_training(o.prediction_epochs)
-      start = tf.train.latest_checkpoint(intermediate_dir) or o.student_init_checkpoint
-      logging.info("Prediction stage from %s", start or "the student's initial weights")
-      task = PredictionDistillationTask(
-          self.teacher_config, o.teacher_init_checkpoint, o.temperature, self.teacher_layers,
-          **self._classifier_kwargs(self.config))
-      scalars[PREDICTION] = self.train_task(task, steps, init_checkpoint=start)
-    return scalars
 
   # ----- evaluation
 
@@ -196,17 +220,36 @@ class TaskDistillRun(ClassifierRun):
     logging.info("Distillation summary (%s):\n%s", path, json.dumps(summary, indent=2))
 
 
-class _IntermediateTask(LayerwiseDistillationTask):
-  """The layer-wise losses on the records of `classifier_task` (a ClassifierTask)."""
+class SquadDistillRun(_DistilledStudent, SquadRun):
+  """One task_distill.py --task_name=squad invocation: run_squad's steps (predictions,
+  official metrics, export) with a distilled student."""
 
-  def __init__(self, classifier_task, **kwargs):
+  def check_teacher(self):
+    """TeacherError when the teacher's checkpoint has no SQuAD span layer."""
+    logging.info("Teacher: %s", teacher_lib.load_teacher(
+        modeling.build_squad_model(self.teacher_config), self.options.teacher_init_checkpoint,
+        "bert_squad").summary())
+
+  def prediction_task(self):
+    task = self.task
+    return SquadPredictionDistillationTask(
+        **self.teacher_kwargs(), bert_config=self.config, max_seq_length=task.max_seq_length,
+        record_files=task.record_files, seed=task.seed)
+
+
+class _IntermediateTask(LayerwiseDistillationTask):
+  """The layer-wise losses on the training records of `data_task` (the job's task)."""
+
+  def __init__(self, data_task, **kwargs):
     super().__init__(**kwargs)
-    self.classifier_task = classifier_task
+    self.data_task = data_task
 
   def dataset_fn(self, mode, batch_size):
-    return self.classifier_task.dataset_fn(mode, batch_size)
+    return self.data_task.dataset_fn(mode, batch_size)
 
 
 def run_task_distill(options):
-  """Runs `options` (a `distillation.options.TaskDistillOptions`); returns the steps' results."""
-  return job_lib.run_job(TaskDistillRun, options)
+  """Runs `options` (`distillation.options.SquadDistillOptions` or `TaskDistillOptions`);
+  returns the steps' results."""
+  run_class = SquadDistillRun if isinstance(options, SquadDistillOptions) else TaskDistillRun
+  return job_lib.run_job(run_class, options)

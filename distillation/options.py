@@ -1,23 +1,33 @@
 """The options of general_distill.py and task_distill.py: teacher, student, map, losses.
 
 Each field is also its flag (`cli.options`). `DistillOptions`: what both
-share; `TaskDistillOptions`: task_distill.py's (run_classifier's and the
-stages'). `resolve_configs` reads the two models' configs.
+share; `TaskStageOptions`: task_distill.py's stages; `TaskDistillOptions` and `SquadDistillOptions`: task_distill.py's for
+a classification task (run_classifier's flags) and for SQuAD (run_squad's).
+`resolve_configs` reads the two models' configs.
 """
 
 import dataclasses
 import os
 from typing import Optional
 
+from absl import flags
+
+from classification import options as classification_options
+from classification.options import ProcessorFlags
 from classification.run import ClassifierOptions
 from cli import FlagError
+from cli import options as cli_options
 from cli.options import option, required
 from distillation import layer_map as layer_map_lib
 from distillation import student as student_lib
 from distillation.layerwise import LossWeights
 from distillation.model import PER_LAYER, PROJECTIONS
 import modeling
+from squad.run import SquadOptions
 from training import runtime
+
+# `define_task_distill_flags` defines them for task_distill.py (see `cli.options`).
+flags.disclaim_key_flags()
 
 INTERMEDIATE, PREDICTION, BOTH = "intermediate", "prediction", "both"
 STAGES = (INTERMEDIATE, PREDICTION, BOTH)
@@ -82,11 +92,12 @@ class DistillOptions(runtime.RuntimeOptions):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TaskDistillOptions(ClassifierOptions, DistillOptions):
-  """task_distill.py's flags: run_classifier's task flags, the shared ones and the stages.
+class TaskStageOptions(DistillOptions):
+  """The stages of task_distill.py, whatever the task (first among the bases of a task's
+  options, so that its fields without flags below override the fine-tuning script's).
 
-  The student is the classifier run_classifier would train: its config and
-  weights come from the --student_* flags (`bert_config_file`,
+  The student is the model the task's fine-tuning script would train: its
+  config and weights come from the --student_* flags (`bert_config_file`,
   `init_checkpoint` and `num_train_epochs` are not used).
   """
   stage: str = option(BOTH, "intermediate: the layer-wise losses; prediction: the logits; "
@@ -95,9 +106,9 @@ class TaskDistillOptions(ClassifierOptions, DistillOptions):
   prediction_epochs: float = option(3.0, "Epochs of the prediction stage.")
   temperature: float = option(1.0, "Temperature of the prediction stage's soft labels.")
   check_teacher: bool = option(
-      True, "Evaluate the teacher on dev first and stop when it does no better than a "
-      "constant answer (an un-fine-tuned teacher).")
-  # run_classifier's, no flags here: the student's come from the --student_* flags.
+      True, "Check the teacher first: a classifier on dev must do better than a constant "
+      "answer (an un-fine-tuned teacher); a SQuAD teacher must have its span layer.")
+  # The fine-tuning script's, no flags here: the student's come from the --student_* flags.
   bert_config_file: Optional[str] = None
   init_checkpoint: Optional[str] = None
   num_train_epochs: float = 3.0
@@ -107,10 +118,28 @@ class TaskDistillOptions(ClassifierOptions, DistillOptions):
     for name in ("intermediate_epochs", "prediction_epochs", "temperature"):
       runtime.check_positive(name, getattr(self, name))
     self.check_output_dir(self.output_dir)
-    if self.stage == INTERMEDIATE and (self.do_eval or self.do_predict or self.export_dir):
-      raise FlagError("--stage=intermediate trains no classifier layer: run --stage=prediction "
+    if self.stage == INTERMEDIATE and (getattr(self, "do_eval", False) or self.do_predict
+                                       or self.export_dir):
+      raise FlagError("--stage=intermediate trains no output layer: run --stage=prediction "
                       "in the same output_dir before --do_eval, --do_predict or --export_dir")
 
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TaskDistillOptions(TaskStageOptions, ClassifierOptions):
+  """task_distill.py's flags for a classification task: run_classifier's and the stages'."""
+  data_dir: Optional[str] = option(
+      None, "Directory with the task's train/dev/test files (classification tasks).")
+
+  def __post_init__(self):
+    super().__post_init__()
+    if not self.data_dir:
+      raise FlagError(f"--task_name={self.task_name} needs --data_dir")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadDistillOptions(TaskStageOptions, SquadOptions):
+  """task_distill.py's flags for --task_name=squad: run_squad's (its defaults) and the
+  stages'."""
 
 
 def resolve_configs(o):
@@ -123,3 +152,29 @@ def resolve_configs(o):
   given = (modeling.load_config(o.student_bert_config_file) if o.student_bert_config_file
            else None)
   return teacher_config, student_lib.student_config(teacher_config, layers, given), layers
+
+
+SQUAD = "squad"
+# What task_distill.py chooses between: a classification task's options, with the processor's
+# flags, or SQuAD's. Flags both declare show the classification task's help and default.
+_TASK_DISTILL_FLAGS = (TaskDistillOptions, ProcessorFlags, SquadDistillOptions)
+
+
+def define_task_distill_flags():
+  """task_distill.py's flags: every task's (`cli.options.define_union_flags`)."""
+  cli_options.define_union_flags(_TASK_DISTILL_FLAGS)
+
+
+def task_distill_options_from_flags():
+  """The parsed flags as `SquadDistillOptions` for --task_name=squad, else as
+  `TaskDistillOptions`; FlagError for a flag the task does not use."""
+  names = {f.name for c in _TASK_DISTILL_FLAGS for f in cli_options.option_fields(c)}
+  names.discard("task_name")
+  task_name = flags.FLAGS.task_name
+  if task_name.strip().lower() == SQUAD:
+    cli_options.check_given_flags(SquadDistillOptions, names, f"with --task_name={task_name}")
+    return cli_options.from_flags(SquadDistillOptions)
+  classification = {f.name for c in _TASK_DISTILL_FLAGS[:2] for f in cli_options.option_fields(c)}
+  cli_options.check_given_flags(TaskDistillOptions, names - classification,
+                                f"with --task_name={task_name} (they are SQuAD's)")
+  return classification_options.from_flags(TaskDistillOptions)

@@ -1,6 +1,6 @@
-"""The teacher of task distillation: a classifier fine-tuned by run_classifier.py.
+"""The teacher of task distillation: a model fine-tuned by run_classifier.py or run_squad.py.
 
-`load_teacher` refuses weights without the classifier layer, `TeacherTask`
+`load_teacher` refuses weights without the task's output layer, `TeacherTask`
 reads the teacher's dev logits with run_classifier's records, and
 `check_better_than_chance` refuses a teacher that does no better on dev than
 a constant answer (an un-fine-tuned teacher).
@@ -11,6 +11,7 @@ import numpy as np
 from classification.task import ClassifierTask
 from cli import UserError
 import modeling
+from modeling.checkpoints import names
 
 # A teacher whose dev accuracy is within this of always answering the most frequent
 # label (or whose Pearson r is below it, for regression) is taken for un-fine-tuned.
@@ -21,13 +22,22 @@ class TeacherError(UserError):
   """A teacher that cannot teach the task."""
 
 
-def load_teacher(classifier, path):
-  """Loads a fine-tuned classifier's weights into `classifier`; TeacherError without its head."""
-  report = modeling.load_checkpoint(classifier, path)
-  if report.heads_absent:
-    raise TeacherError(f"--teacher_init_checkpoint {path} has no classifier output layer "
-                       "(output_weights, output_bias): it is not fine-tuned on a task. "
-                       "Fine-tune it with run_classifier.py and pass that run's output_dir")
+# The fine-tuned model's output layer and the script that fine-tunes it, by model name.
+_FINE_TUNED = {"bert_classifier": ("classifier output layer (output_weights, output_bias)",
+                                   "run_classifier.py"),
+               "bert_squad": ("SQuAD span layer (cls/squad/output_weights, output_bias)",
+                              "run_squad.py")}
+
+
+def load_teacher(model, path, kind="bert_classifier"):
+  """Loads a fine-tuned model's weights into `model` (a classifier or, kind "bert_squad", a
+  SQuAD model); TeacherError when the checkpoint lacks its output layer."""
+  report = modeling.load_checkpoint(model, path)
+  if [head for head in report.heads_absent if head != names.POOLER_LABEL]:
+    layer, script = _FINE_TUNED[kind]
+    raise TeacherError(f"--teacher_init_checkpoint {path} has no {layer}: it is not "
+                       f"fine-tuned on the task. Fine-tune it with {script} and pass that "
+                       "run's output_dir")
   return report
 
 

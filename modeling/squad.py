@@ -25,7 +25,7 @@ class SpanLogits(OutputProjection):
     return logits[:, :, 0], logits[:, :, 1]
 
 
-def build_squad_model(config, encoder=None, seq_length=None, dtype=None):
+def build_squad_model(config, encoder=None, seq_length=None, dtype=None, name="bert_squad"):
   """The encoder plus run_squad's span layer, as one functional model.
 
   Inputs: `input_ids`, `input_mask`, `segment_ids` (int32 [B, S]). Outputs:
@@ -41,4 +41,4 @@ def build_squad_model(config, encoder=None, seq_length=None, dtype=None):
   start_logits, end_logits = SpanLogits(config.initializer_range, name="cls_squad",
                                         dtype=dtype)(sequence_output)
   return keras.Model(inputs=inputs, outputs={"start_logits": start_logits,
-                                             "end_logits": end_logits}, name="bert_squad")
+                                             "end_logits": end_logits}, name=name)

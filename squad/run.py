@@ -108,6 +108,7 @@ class SquadRun(job_lib.FineTuningJob):
                            for mode, name in RECORD_FILES.items()},
                           seed=o.seed)
     self.predict_input = None
+    self._num_train_examples = self._num_train_features = None  # prepare_training's
 
   def export_module(self):
     from squad import export  # pylint: disable=import-outside-toplevel
@@ -122,23 +123,32 @@ class SquadRun(job_lib.FineTuningJob):
     records.write_features(features, self.task.record_files[mode], is_training)
     return features
 
-  def train(self):
+  def prepare_training(self, num_train_epochs):
+    """Writes bert_config.json (so output_dir is a checkpoint directory every script reads)
+    and train.tf_record (once per run); returns num_train_steps for the epochs."""
     o = self.options
-    examples, skipped = read_squad_examples(o.train_file, True, o.version_2_with_negative)
-    if skipped:
-      logging.warning("Skipped %d of %d training questions whose answer was not found in the "
-                      "context", len(skipped), len(examples) + len(skipped))
-    if not examples:
-      raise FlagError(f"no training examples in {o.train_file}")
-    random.Random(TRAIN_SHUFFLE_SEED).shuffle(examples)
-    num_train_steps = self.train_steps(len(examples), o.num_train_epochs)
-    if self.runner.is_chief:  # output_dir is then a checkpoint directory every script reads
-      modeling.save_config(self.config, o.output_dir, self.config_source)
-    features = self._features(task_lib.TRAIN, examples)
+    if self._num_train_examples is None:
+      examples, skipped = read_squad_examples(o.train_file, True, o.version_2_with_negative)
+      if skipped:
+        logging.warning("Skipped %d of %d training questions whose answer was not found in the "
+                        "context", len(skipped), len(examples) + len(skipped))
+      if not examples:
+        raise FlagError(f"no training examples in {o.train_file}")
+      random.Random(TRAIN_SHUFFLE_SEED).shuffle(examples)
+      self.train_steps(len(examples), num_train_epochs)  # no step: an error before any work
+      if self.runner.is_chief:
+        modeling.save_config(self.config, o.output_dir, self.config_source)
+      features = self._features(task_lib.TRAIN, examples)
+      self._num_train_examples, self._num_train_features = len(examples), len(features)
+    num_train_steps = self.train_steps(self._num_train_examples, num_train_epochs)
     logging.info("***** Running training *****\n  Num orig examples = %d\n"
                  "  Num split examples = %d\n  Batch size = %d\n  Num steps = %d",
-                 len(examples), len(features), o.train_batch_size, num_train_steps)
-    return self.train_task(self.task, num_train_steps)
+                 self._num_train_examples, self._num_train_features, o.train_batch_size,
+                 num_train_steps)
+    return num_train_steps
+
+  def train(self):
+    return self.train_task(self.task, self.prepare_training(self.options.num_train_epochs))
 
   def check_inputs(self):
     """Reads predict_file (`read_predict_file`) before any training."""

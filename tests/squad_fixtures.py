@@ -1,10 +1,12 @@
-"""SQuAD inputs for tests: Google's reader fixtures (../shared/fixtures/squad) and
-SQuAD files split by article into training and prediction files."""
+"""SQuAD inputs for tests: Google's reader fixtures (../shared/fixtures/squad),
+SQuAD files split by article into training and prediction files, and a SQuAD
+export served in a fresh process."""
 
 import json
 import os
 
 from squad import read_squad_examples
+from tests.processes import run_python
 
 
 def first_answers_only(data):
@@ -69,3 +71,30 @@ def read_squad_fixture_set(shared_dir, tmp_path, name, mode):
     with open(path, encoding="utf-8") as f:
       path = write_json(tmp_path / f"{name}.train.json", first_answers_only(json.load(f)))
   return read_squad_examples(str(path), mode == "train", SQUAD_SETS[name])
+
+
+def serve_qa(export_dir, questions, contexts):
+  """The export's serve_qa outputs (lists by name; "modules": the modules of ours it
+  imported) in a fresh process importing only tensorflow + tensorflow_text."""
+  code = f"""
+import json, sys
+import tensorflow as tf
+import tensorflow_text
+m = tf.saved_model.load({str(export_dir)!r})
+out = m.signatures["serve_qa"](question=tf.constant({questions!r}),
+                               context=tf.constant({contexts!r}))
+got = {{k: v.numpy().tolist() for k, v in out.items()}}
+got["answer"] = [a.decode("utf-8") for a in got["answer"]]
+got["modules"] = [k for k in sys.modules if k.split(".")[0] in (
+    "tf_keras", "modeling", "tokenization", "squad", "training")]
+print(json.dumps(got))
+"""
+  return json.loads(run_python(code).strip().splitlines()[-1])
+
+
+def squad_questions(path):
+  """[(id, question, context)] of the SQuAD file `path`, in file order."""
+  with open(path, encoding="utf-8") as f:
+    return [(qa["id"], qa["question"], paragraph["context"])
+            for article in json.load(f)["data"] for paragraph in article["paragraphs"]
+            for qa in paragraph["qas"]]

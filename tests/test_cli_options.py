@@ -85,7 +85,11 @@ OURS = {
         check_teacher=True, output_dir=None, do_train=False, do_eval=False, do_predict=False,
         train_batch_size=32, eval_batch_size=8, predict_batch_size=8, learning_rate=5e-5,
         warmup_proportion=0.1, export_dir=None, overwrite_export=False, aug_train=False,
-        **TASK_DATA, **DISTILL, **RUNTIME),
+        # --task_name=squad: run_squad's (max_seq_length shows the classification default)
+        train_file=None, predict_file=None, doc_stride=128, max_query_length=64,
+        n_best_size=20, max_answer_length=30, verbose_logging=False,
+        version_2_with_negative=False, null_score_diff_threshold=0.0,
+        tune_null_threshold=False, **TASK_DATA, **DISTILL, **RUNTIME),
     "augment_data.py": dict(
         init_checkpoint=None, output_file=None, overwrite=False, bert_config_file=None, p_t=0.4,
         n_aug=20, top_k=15, glove_file=None, glove_max_words=100000, seed=12345, batch_size=64,
@@ -107,8 +111,7 @@ REQUIRED = {
     "extract_features.py": {"input_file", "output_file", "init_checkpoint", "vocab_file"},
     "create_pretraining_data.py": {"input_file", "output_file", "vocab_file"},
     "general_distill.py": {"input_file", "teacher_init_checkpoint", "output_dir"},
-    "task_distill.py": {"data_dir", "task_name", "vocab_file", "output_dir",
-                        "teacher_init_checkpoint"},
+    "task_distill.py": {"task_name", "vocab_file", "output_dir", "teacher_init_checkpoint"},
     "augment_data.py": {"task_name", "data_dir", "init_checkpoint", "vocab_file"},
     "export_tfhub.py": {"export_path", "vocab_file"},
     "build_vocab.py": {"input_file", "output_file"},

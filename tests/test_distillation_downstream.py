@@ -22,6 +22,7 @@ import modeling
 from modeling.checkpoints import names
 from training import summaries
 from tests.paths import REPO, SAMPLE
+from tests.soft_labels import log_softmax, mean_kl
 from tests.tiny_models import bert_inputs, tiny_config_file
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))
@@ -54,17 +55,6 @@ def _options(teacher, output_dir, **kwargs):
                 learning_rate=3e-4, train_batch_size=16, seed=1, log_steps=5)
   values.update(kwargs)
   return values
-
-
-def _log_softmax(z):
-  z = z - z.max(-1, keepdims=True)
-  return z - np.log(np.exp(z).sum(-1, keepdims=True))
-
-
-def _kl(teacher_logits, student_logits):
-  """The mean KL(teacher || student) of the two class distributions, in nats."""
-  log_t = _log_softmax(teacher_logits)
-  return float((np.exp(log_t) * (log_t - _log_softmax(student_logits))).sum(-1).mean())
 
 
 def _dev_logits(checkpoint_dir, run_dir):
@@ -102,8 +92,8 @@ def test_cli_distills_a_student_that_every_script_reads(teacher, tmp_path):
   # uniform answer (the prediction stage starts from a new classifier layer, near uniform).
   teacher_logits, student_logits = _dev_logits(teacher, out), _dev_logits(out, out)
   uniform = np.zeros_like(student_logits)
-  assert _kl(teacher_logits, student_logits) < 0.5 * _kl(teacher_logits, uniform), (
-      _kl(teacher_logits, student_logits), _kl(teacher_logits, uniform))
+  assert mean_kl(teacher_logits, student_logits) < 0.5 * mean_kl(teacher_logits, uniform), (
+      mean_kl(teacher_logits, student_logits), mean_kl(teacher_logits, uniform))
   # run_classifier's outputs, for the student.
   results = dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().split("\n")
                  if line)
@@ -149,7 +139,7 @@ def test_the_prediction_stage_learns_the_teachers_soft_labels(teacher, tmp_path)
   outputs = model(features, training=False)
   loss, metrics = task.loss(dict(features, label_ids=tf.constant([0, 1, 1, 0])), outputs)
   z_s, z_t = outputs["student_logits"].numpy() / 2.0, outputs["teacher_logits"].numpy() / 2.0
-  expected = -(np.exp(_log_softmax(z_t)) * _log_softmax(z_s)).sum(-1).mean()
+  expected = -(np.exp(log_softmax(z_t)) * log_softmax(z_s)).sum(-1).mean()
   assert float(loss) == pytest.approx(expected, rel=1e-5)
   assert set(metrics) == {"accuracy", "agreement"}
   assert ({id(v) for v in model.trainable_variables} ==
@@ -203,7 +193,7 @@ def test_the_prediction_stage_alone_starts_from_the_students_initial_weights(tea
 
 @pytest.mark.parametrize("change, message", [
     (dict(stage="intermediate", do_eval=True),
-     "--stage=intermediate trains no classifier layer: run --stage=prediction"),
+     "--stage=intermediate trains no output layer: run --stage=prediction"),
     (dict(temperature=0.0), "--temperature must be positive, got 0.0"),
     (dict(stage="all"), "--stage must be one of intermediate, prediction, both, got 'all'"),
 ])

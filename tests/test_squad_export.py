@@ -17,8 +17,7 @@ import tensorflow as tf
 import cli
 from squad import export, run
 from tests.paths import REPO
-from tests.processes import run_python
-from tests.squad_fixtures import write_json
+from tests.squad_fixtures import serve_qa, squad_questions, write_json
 from tokenization.in_graph import InGraphTokenizer
 
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
@@ -47,31 +46,6 @@ def _squad_subset(source, target, paragraphs, own=False):
   return write_json(target, {"version": "subset", "data": [article]})
 
 
-def _questions(path):
-  with open(path, encoding="utf-8") as f:
-    return [(qa["id"], qa["question"], paragraph["context"])
-            for article in json.load(f)["data"] for paragraph in article["paragraphs"]
-            for qa in paragraph["qas"]]
-
-
-def _serve(export_dir, questions, contexts):
-  """serve_qa in a fresh process importing only tensorflow + tensorflow_text."""
-  code = f"""
-import json, sys
-import tensorflow as tf
-import tensorflow_text
-m = tf.saved_model.load({str(export_dir)!r})
-out = m.signatures["serve_qa"](question=tf.constant({questions!r}),
-                               context=tf.constant({contexts!r}))
-got = {{k: v.numpy().tolist() for k, v in out.items()}}
-got["answer"] = [a.decode("utf-8") for a in got["answer"]]
-got["modules"] = [k for k in sys.modules if k.split(".")[0] in (
-    "tf_keras", "modeling", "tokenization", "squad", "training")]
-print(json.dumps(got))
-"""
-  return json.loads(run_python(code).strip().splitlines()[-1])
-
-
 def _run(shared_dir, tmp_path, predict_file, **overrides):
   """run_squad predict + export on the tiny checkpoint -> (output_dir, export_dir)."""
   tiny = shared_dir / "fixtures" / "google_bert_tiny"
@@ -95,8 +69,8 @@ def v1(shared_dir, tmp_path_factory):
   predict_file = _squad_subset(shared_dir / "data" / "squad" / "dev-v1.1-a.json",
                                tmp / "predict.json", 2, own=True)
   output_dir, export_dir = _run(shared_dir, tmp, predict_file)
-  questions = _questions(predict_file)
-  served = _serve(export_dir, [q for _, q, _ in questions], [c for _, _, c in questions])
+  questions = squad_questions(predict_file)
+  served = serve_qa(export_dir, [q for _, q, _ in questions], [c for _, _, c in questions])
   return dict(questions=questions, served=served, export_dir=export_dir,
               predictions=_read(output_dir / "predictions.json"),
               nbest=_read(output_dir / "nbest_predictions.json"))
@@ -148,8 +122,8 @@ def test_v2_has_answer_follows_googles_null_rule(shared_dir, tmp_path):
                                tmp_path / "predict.json", 2)
   output_dir, export_dir = _run(shared_dir, tmp_path, predict_file, version_2_with_negative=True,
                                 tune_null_threshold=True)
-  questions = _questions(predict_file)
-  served = _serve(export_dir, [q for _, q, _ in questions] + ["Why?"],
+  questions = squad_questions(predict_file)
+  served = serve_qa(export_dir, [q for _, q, _ in questions] + ["Why?"],
                   [c for _, _, c in questions] + [""])
   predictions = _read(output_dir / "predictions.json")
   null_odds = _read(output_dir / "null_odds.json")
