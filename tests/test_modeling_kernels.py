@@ -12,6 +12,7 @@ from modeling import activations, losses
 from modeling.kernels import FAMILIES, current_kernels, kernels_scope, resolve_kernels, set_kernels
 from modeling.layers import Dropout, MatmulDense
 from modeling.layers.normalization import LayerNorm
+from tests.tiny_models import pretraining_loss
 
 # Dropout off: the two paths draw different masks (each is tested on its own).
 CONFIG = modeling.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2,
@@ -62,7 +63,7 @@ def _loss(kind, outputs, labels, upstream):
     return (tf.reduce_sum(tf.square(tf.cast(outputs["sequence_output"], tf.float32) - upstream))
             + tf.reduce_sum(tf.square(tf.cast(outputs["pooled_output"], tf.float32))))
   if kind == "pretraining":
-    return modeling.pretraining_loss(outputs, labels)["total_loss"]
+    return pretraining_loss(outputs, labels)["total_loss"]
   per_example, _ = losses.sparse_softmax_cross_entropy(outputs, labels["label_ids"])
   return tf.reduce_mean(per_example)
 
@@ -189,8 +190,7 @@ def test_keras_kernels_use_only_stock_pieces(kernels):
     assert not types & set(stock if kernels == "fused" else ours)
     features, labels = _features()
     custom_gradients, compiled = _train_step_graph(
-        model, features, labels, lambda out, labels: modeling.pretraining_loss(
-            out, labels)["total_loss"])
+        model, features, labels, lambda out, labels: pretraining_loss(out, labels)["total_loss"])
   if kernels == "keras":
     assert not custom_gradients and not compiled
   else:
