@@ -82,6 +82,7 @@ def _dev_logits(checkpoint_dir, records):
                training=False).numpy()
 
 
+@pytest.mark.slow
 @pytest.mark.multiprocess
 def test_cli_distills_a_student_that_every_script_reads(teacher, tmp_path):
   out, export = tmp_path / "student", tmp_path / "export"
