@@ -2,6 +2,8 @@
 pieces) build the same variables and compute the same outputs, losses and gradients; "auto"
 picks by device; a model keeps the family it was built with."""
 
+import functools
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -92,16 +94,26 @@ def _assert_close(a, b, tolerance, relative_to_norm, what):
                                err_msg=what)
 
 
-def _assert_kernels_agree(kind, dtype, training, jit_compile):
-  """Same weights in, same outputs, loss and gradients out, fused and keras (each model
-  built and run, its loss included, under its family)."""
-  models, results = {}, {}
+@functools.lru_cache(maxsize=None)
+def _models(kind, dtype):
+  """{family: model} of one kind, each built under its family, with the same weights. Built
+  once per module and shared by the cases that run it (a step computes gradients but applies
+  none, so no case changes them)."""
+  models = {}
   for family in FAMILIES:
     with kernels_scope(family):
       models[family] = _build(kind, dtype)
   fused, stock = models["fused"], models["keras"]
   assert [(w.name, w.shape) for w in stock.weights] == [(w.name, w.shape) for w in fused.weights]
   stock.set_weights(fused.get_weights())
+  return models
+
+
+def _assert_kernels_agree(kind, dtype, training, jit_compile):
+  """Same weights in, same outputs, loss and gradients out, fused and keras (each model
+  built and run, its loss included, under its family)."""
+  models, results = _models(kind, dtype), {}
+  fused = models["fused"]
   for family, model in models.items():
     with kernels_scope(family):
       results[family] = _run(model, kind, training, jit_compile)
