@@ -7,7 +7,7 @@ Public API:
   build_pretraining_model(config, ...)             -- encoder + masked-LM + NSP heads
   build_classifier(config, num_labels, ...)        -- encoder + run_classifier's layer
   build_squad_model(config, ...)                   -- encoder + run_squad's span layer
-  masked_lm_loss, next_sentence_loss, pretraining_loss  -- Google's losses
+  masked_lm_loss, next_sentence_loss              -- Google's losses
   load_checkpoint(model, path)                     -- Google TF1 / HF / our TF2, detected
   load_config(path)                                -- the BertConfig stored with a checkpoint
   resolve_config(bert_config_file, init_checkpoint, output_dir)  -- the trainers' config
@@ -27,7 +27,7 @@ from modeling.encoder import INPUT_NAMES, build_encoder
 from modeling.heads import build_pretraining_model
 from modeling.kernels import KERNELS, current_kernels, kernels_scope, set_kernels
 from modeling.squad import build_squad_model
-from modeling.losses import masked_lm_loss, next_sentence_loss, pretraining_loss
+from modeling.losses import masked_lm_loss, next_sentence_loss
 from modeling.checkpoints.assign import CheckpointError, CheckpointNotFoundError, LoadReport
 from modeling.checkpoints.auto import (BertCheckpointing, detect_format, load_checkpoint,
                                        load_config, resolve_config, save_config)
@@ -41,6 +41,5 @@ __all__ = [
     "build_pretraining_model", "build_squad_model", "current_kernels", "detect_format",
     "kernels_scope", "load_checkpoint", "load_config", "load_google_checkpoint", "load_hf_config",
     "load_huggingface_checkpoint", "masked_lm_loss", "new_checkpoint", "next_sentence_loss",
-    "pretraining_loss", "resolve_config", "restore_model", "save_config",
-    "save_google_checkpoint", "set_kernels",
+    "resolve_config", "restore_model", "save_config", "save_google_checkpoint", "set_kernels",
 ]

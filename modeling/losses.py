@@ -66,15 +66,3 @@ def next_sentence_loss(logits, labels):
                                                           labels)  # [B]
   return tf.reduce_mean(per_example), per_example, predictions
 
-
-def pretraining_loss(outputs, features):
-  """The losses of Google's run_pretraining from model outputs and TFRecord features.
-
-  Returns a dict with `masked_lm_loss`, `next_sentence_loss` and `total_loss` (their
-  sum).
-  """
-  mlm, _, _ = masked_lm_loss(outputs["masked_lm_logits"], features["masked_lm_ids"],
-                             features["masked_lm_weights"])
-  nsp, _, _ = next_sentence_loss(outputs["next_sentence_logits"],
-                                 features["next_sentence_labels"])
-  return {"masked_lm_loss": mlm, "next_sentence_loss": nsp, "total_loss": mlm + nsp}

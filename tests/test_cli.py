@@ -1,5 +1,5 @@
 """The scripts' shared contract: a user error is one line and exit 1, Ctrl-C exit 130 (their
-flags and --help: test_cli_options.py)."""
+flags and --help: test_cli_options.py; every script's error cases: test_cli_error_table.py)."""
 
 import os
 import platform

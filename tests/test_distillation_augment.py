@@ -257,19 +257,28 @@ def test_the_output_is_the_task_training_file_and_aug_train_reads_it(
   assert changed == set(original.text_columns)
 
 
+def _options(checkpoint, tmp_path, **kwargs):
+  values = dict(task_name="sst-2", data_dir=str(SENTIMENT), init_checkpoint=checkpoint,
+                vocab_file=VOCAB, output_file=str(tmp_path / "out.tsv"))
+  values.update(kwargs)
+  return augment.AugmentOptions(**values)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (dict(p_t=1.5), "--p_t must be a probability"),
+    (dict(num_shards=2, shard_index=2), "--shard_index must be in"),
+    (dict(n_aug=0), "--n_aug must be positive"),
+    (dict(max_seq_length=2), "--max_seq_length must be at least 3"),
+])
+def test_option_errors(checkpoint, tmp_path, flags, message):
+  with pytest.raises(FlagError, match=message):
+    _options(checkpoint, tmp_path, **flags)
+
+
 def test_user_errors(checkpoint, tmp_path, minilm_dir):
   def options(**kwargs):
-    values = dict(task_name="sst-2", data_dir=str(SENTIMENT), init_checkpoint=checkpoint,
-                  vocab_file=VOCAB, output_file=str(tmp_path / "out.tsv"))
-    values.update(kwargs)
-    return augment.AugmentOptions(**values)
+    return _options(checkpoint, tmp_path, **kwargs)
 
-  for flags, message in ((dict(p_t=1.5), "--p_t must be a probability"),
-                         (dict(num_shards=2, shard_index=2), "--shard_index must be in"),
-                         (dict(n_aug=0), "--n_aug must be positive"),
-                         (dict(max_seq_length=2), "--max_seq_length must be at least 3")):
-    with pytest.raises(FlagError, match=message):
-      options(**flags)
   with pytest.raises(FlagError, match="XnliProcessor cannot give its training file"):
     augment.run(options(task_name="xnli"))
   with pytest.raises(UserError, match=r"is also an input \(the training file of --data_dir\)"):

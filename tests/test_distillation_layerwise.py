@@ -84,7 +84,8 @@ def test_training_lowers_the_loss_and_leaves_the_teacher(teacher):
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
   losses = [float(step()) for _ in range(40)]
-  assert losses[-1] < 0.5 * losses[0]
+  # The last 5 steps' mean, not the last step's: Adam at 1e-2 may oscillate around the end.
+  assert np.mean(losses[-5:]) < 0.5 * losses[0], losses
   for a, b in zip(model.get_layer("teacher").get_weights(), before):
     np.testing.assert_array_equal(a, b)
 

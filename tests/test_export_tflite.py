@@ -277,18 +277,19 @@ def test_errors_are_user_errors(trained, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.multiprocess
-def test_cli_errors_are_one_line(trained, tmp_path):
-  existing = tmp_path / "existing.tflite"
-  existing.write_bytes(b"the user's file")
-  for flags, message in [
-      ([f"--output_file={existing}"], "output file exists"),
-      ([f"--output_file={tmp_path / 'm.tflite'}", "--quantize=int4"], "--quantize")]:
-    out = subprocess.run(
-        [sys.executable, os.path.join(REPO, "export_tflite.py"),
-         f"--model_dir={trained['output_dir']}", f"--vocab_file={trained['vocab']}", *flags],
-        capture_output=True, text=True, check=False,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    assert out.returncode == 1, out.stderr[-2000:]
-    errors = [line for line in out.stderr.splitlines() if line.startswith("export_tflite: error:")]
-    assert len(errors) == 1 and message in errors[0], out.stderr[-2000:]
-    assert "Traceback" not in out.stderr
+@pytest.mark.parametrize("flags, message", [
+    (["--output_file={tmp}/existing.tflite"], "output file exists"),
+    (["--output_file={tmp}/m.tflite", "--quantize=int4"], "--quantize"),
+])
+def test_cli_errors_are_one_line(trained, tmp_path, flags, message):
+  (tmp_path / "existing.tflite").write_bytes(b"the user's file")
+  out = subprocess.run(
+      [sys.executable, os.path.join(REPO, "export_tflite.py"),
+       f"--model_dir={trained['output_dir']}", f"--vocab_file={trained['vocab']}",
+       *[flag.format(tmp=tmp_path) for flag in flags]],
+      capture_output=True, text=True, check=False, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert out.returncode == 1, out.stderr[-2000:]
+  errors = [line for line in out.stderr.splitlines() if line.startswith("export_tflite: error:")]
+  assert len(errors) == 1 and message in errors[0], out.stderr[-2000:]
+  assert "Traceback" not in out.stderr
+  assert (tmp_path / "existing.tflite").read_bytes() == b"the user's file"

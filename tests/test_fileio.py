@@ -212,30 +212,39 @@ def test_frame_record_is_read_by_tensorflow(root):
   assert [r.numpy() for r in tf.data.TFRecordDataset(path)] == [b"hello world"] * 2 + [b""]
 
 
-def test_count_records_checks_every_record(root):
+# Three framed records of 5, 0 and 300 bytes: 21, 16 and 316 bytes of file.
+RECORDS = b"".join(fileio.frame_record(b"x" * n) for n in (5, 0, 300))
+
+
+def _write_bytes(path, data):
+  with atomic_output(path, "wb") as f:
+    f.write(data)
+
+
+def test_count_records_counts_whole_records(root):
   path = f"{root}/r.tfrecord"
-  records = [fileio.frame_record(b"x" * n) for n in (5, 0, 300)]  # 21, 16 and 316 bytes
-  with atomic_output(path, "wb") as f:
-    f.write(b"".join(records))
+  _write_bytes(path, RECORDS)
   assert fileio.count_records(path) == 3
-  whole = b"".join(records)
-  flipped = whole[:21 + 16 + 12 + 7] + b"y" + whole[21 + 16 + 12 + 8:]
-  damaged_length = whole[:21] + b"\xff" + whole[22:]
-  for data, message in [
-      (whole[:21 + 16 + 5], r"record 3 \(at byte 37\) is cut: the file ends 5 bytes into its "
-                            r"12-byte header"),
-      (whole[:21 + 16 + 100], r"record 3 \(at byte 37\) is cut: the file ends 88 bytes into "
-                              r"its 304-byte body"),
-      (flipped, r"record 3 \(at byte 37\) is damaged: its data fails its CRC"),
-      (damaged_length, r"record 2 \(at byte 21\) is damaged: its length fails its CRC"),
-      (b"not a record file\n", r"not a TFRecord file \(its first bytes are no record header")]:
-    with atomic_output(path, "wb") as f:
-      f.write(data)
-    with pytest.raises(InputError, match=r"^.*r\.tfrecord: " + message):
-      fileio.count_records(path)
-  with atomic_output(path, "wb") as f:
-    f.write(whole[:21 + 16])
+  _write_bytes(path, RECORDS[:21 + 16])
   assert fileio.count_records(path) == 2  # a file cut between records cannot be told apart
+
+
+@pytest.mark.parametrize("data, message", [
+    (RECORDS[:21 + 16 + 5],
+     r"record 3 \(at byte 37\) is cut: the file ends 5 bytes into its 12-byte header"),
+    (RECORDS[:21 + 16 + 100],
+     r"record 3 \(at byte 37\) is cut: the file ends 88 bytes into its 304-byte body"),
+    (RECORDS[:21 + 16 + 12 + 7] + b"y" + RECORDS[21 + 16 + 12 + 8:],
+     r"record 3 \(at byte 37\) is damaged: its data fails its CRC"),
+    (RECORDS[:21] + b"\xff" + RECORDS[22:],
+     r"record 2 \(at byte 21\) is damaged: its length fails its CRC"),
+    (b"not a record file\n", r"not a TFRecord file \(its first bytes are no record header"),
+], ids=["cut-header", "cut-body", "data-crc", "length-crc", "not-records"])
+def test_count_records_checks_every_record(root, data, message):
+  path = f"{root}/r.tfrecord"
+  _write_bytes(path, data)
+  with pytest.raises(InputError, match=r"^.*r\.tfrecord: " + message):
+    fileio.count_records(path)
 
 
 def test_reading_helpers(root):

@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 import modeling
+from tests.tiny_models import pretraining_loss
 
 CONFIG = modeling.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2,
                              num_attention_heads=2, intermediate_size=24, type_vocab_size=2,
@@ -24,7 +25,7 @@ def _trained_checkpoint(directory):
             "masked_lm_weights": np.ones([2, 2], np.float32),
             "next_sentence_labels": np.array([[0], [1]], np.int32)}
   with tf.GradientTape() as tape:
-    loss = modeling.pretraining_loss(model(FEATURES, training=True), labels)["total_loss"]
+    loss = pretraining_loss(model(FEATURES, training=True), labels)["total_loss"]
   optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_weights),
                                 model.trainable_weights))
   step = tf.Variable(1, dtype=tf.int64)

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 import modeling
-from tests.tiny_models import TINY_BERT, bert_inputs
+from tests.tiny_models import TINY_BERT, bert_inputs, pretraining_loss
 
 
 def test_pretraining_heads_tie_decoder_and_use_googles_layout():
@@ -41,7 +41,7 @@ def test_masked_positions_only_gives_the_same_outputs_and_gradients():
   for model in (full, fast):
     with tf.GradientTape() as tape:
       out = model(features)
-      loss = modeling.pretraining_loss(out, labels)["total_loss"]
+      loss = pretraining_loss(out, labels)["total_loss"]
     results.append((out, loss, tape.gradient(loss, model.trainable_variables)))
   (out_full, loss_full, grads_full), (out_fast, loss_fast, grads_fast) = results
   assert out_fast["sequence_output"].shape == (3, 3, 32)  # the masked positions only

@@ -2,6 +2,8 @@
 pieces) build the same variables and compute the same outputs, losses and gradients; "auto"
 picks by device; a model keeps the family it was built with."""
 
+import functools
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -12,6 +14,7 @@ from modeling import activations, losses
 from modeling.kernels import FAMILIES, current_kernels, kernels_scope, resolve_kernels, set_kernels
 from modeling.layers import Dropout, MatmulDense
 from modeling.layers.normalization import LayerNorm
+from tests.tiny_models import pretraining_loss
 
 # Dropout off: the two paths draw different masks (each is tested on its own).
 CONFIG = modeling.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2,
@@ -62,7 +65,7 @@ def _loss(kind, outputs, labels, upstream):
     return (tf.reduce_sum(tf.square(tf.cast(outputs["sequence_output"], tf.float32) - upstream))
             + tf.reduce_sum(tf.square(tf.cast(outputs["pooled_output"], tf.float32))))
   if kind == "pretraining":
-    return modeling.pretraining_loss(outputs, labels)["total_loss"]
+    return pretraining_loss(outputs, labels)["total_loss"]
   per_example, _ = losses.sparse_softmax_cross_entropy(outputs, labels["label_ids"])
   return tf.reduce_mean(per_example)
 
@@ -91,16 +94,26 @@ def _assert_close(a, b, tolerance, relative_to_norm, what):
                                err_msg=what)
 
 
-def _assert_kernels_agree(kind, dtype, training, jit_compile):
-  """Same weights in, same outputs, loss and gradients out, fused and keras (each model
-  built and run, its loss included, under its family)."""
-  models, results = {}, {}
+@functools.lru_cache(maxsize=None)
+def _models(kind, dtype):
+  """{family: model} of one kind, each built under its family, with the same weights. Built
+  once per module and shared by the cases that run it (a step computes gradients but applies
+  none, so no case changes them)."""
+  models = {}
   for family in FAMILIES:
     with kernels_scope(family):
       models[family] = _build(kind, dtype)
   fused, stock = models["fused"], models["keras"]
   assert [(w.name, w.shape) for w in stock.weights] == [(w.name, w.shape) for w in fused.weights]
   stock.set_weights(fused.get_weights())
+  return models
+
+
+def _assert_kernels_agree(kind, dtype, training, jit_compile):
+  """Same weights in, same outputs, loss and gradients out, fused and keras (each model
+  built and run, its loss included, under its family)."""
+  models, results = _models(kind, dtype), {}
+  fused = models["fused"]
   for family, model in models.items():
     with kernels_scope(family):
       results[family] = _run(model, kind, training, jit_compile)
@@ -189,8 +202,7 @@ def test_keras_kernels_use_only_stock_pieces(kernels):
     assert not types & set(stock if kernels == "fused" else ours)
     features, labels = _features()
     custom_gradients, compiled = _train_step_graph(
-        model, features, labels, lambda out, labels: modeling.pretraining_loss(
-            out, labels)["total_loss"])
+        model, features, labels, lambda out, labels: pretraining_loss(out, labels)["total_loss"])
   if kernels == "keras":
     assert not custom_gradients and not compiled
   else:

@@ -18,7 +18,7 @@ from tokenization import resolve_do_lower_case
 import tokenization
 from tokenization.in_graph import InGraphTokenizer, truncated_lengths
 
-TOL = 1e-5  # The issue's tolerance against the fixtures' references.
+TOL = 1e-5  # Against the fixtures' references; never loosened.
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
 
 

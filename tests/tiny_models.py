@@ -62,3 +62,13 @@ def minilm_word_embeddings(minilm_dir):
 def model_weights(model):
   """{variable name: array} of a Keras model."""
   return {v.name: v.numpy() for v in model.weights}
+
+
+def pretraining_loss(outputs, features):
+  """Google's run_pretraining losses of a pre-training model's outputs and a TFRecord's labels:
+  {"masked_lm_loss", "next_sentence_loss", "total_loss" (their sum)}."""
+  mlm, _, _ = modeling.masked_lm_loss(outputs["masked_lm_logits"], features["masked_lm_ids"],
+                                      features["masked_lm_weights"])
+  nsp, _, _ = modeling.next_sentence_loss(outputs["next_sentence_logits"],
+                                          features["next_sentence_labels"])
+  return {"masked_lm_loss": mlm, "next_sentence_loss": nsp, "total_loss": mlm + nsp}
