@@ -4,7 +4,7 @@ From export_huggingface.py's directory of the classifier (--hf_dir):
   hf_fp32:    HF's fast tokenizer + `BertForSequenceClassification`, float32;
   torch_int8: the same model through `torch.ao.quantization.quantize_dynamic`
               (int8 weights of every `nn.Linear`, activations quantized per call);
-  ort_int8:   optimum's ONNX export of the same model, quantized by optimum's
+  ort_int8:   the same model exported by `torch.onnx.export`, quantized by optimum's
               `ORTQuantizer` with `AutoQuantizationConfig.avx512_vnni` (dynamic:
               int8 weights, activations quantized per call), run by ONNX Runtime
               with the fast tokenizer in front.
@@ -28,12 +28,23 @@ ONNX_QUANTIZED = "model_quantized.onnx"
 
 
 def prepare(hf_dir, onnx_dir):
-  """optimum's ONNX export of hf_dir and its dynamic int8 quantization for AVX-512 VNNI."""
+  """The ONNX export of hf_dir (torch.onnx, dynamic batch and length; optimum's own exporter
+  does not run on transformers 5) and optimum's dynamic int8 quantization for AVX-512 VNNI."""
   # pylint: disable=import-outside-toplevel
-  from optimum.exporters.onnx import main_export
+  import torch
+  import transformers
   from optimum.onnxruntime import ORTQuantizer
   from optimum.onnxruntime.configuration import AutoQuantizationConfig
-  main_export(hf_dir, output=onnx_dir, task="text-classification")
+  os.makedirs(onnx_dir, exist_ok=True)
+  model = transformers.BertForSequenceClassification.from_pretrained(
+      hf_dir, attn_implementation="eager").eval()
+  names = ["input_ids", "attention_mask", "token_type_ids"]
+  example = tuple(torch.ones([1, 8], dtype=torch.long) for _ in names)
+  axes = {name: {0: "batch", 1: "sequence"} for name in names}
+  torch.onnx.export(model, example, os.path.join(onnx_dir, "model.onnx"), input_names=names,
+                    output_names=["logits"], dynamic_axes={**axes, "logits": {0: "batch"}},
+                    opset_version=17, dynamo=False)
+  model.config.save_pretrained(onnx_dir)
   quantizer = ORTQuantizer.from_pretrained(onnx_dir, file_name="model.onnx")
   quantizer.quantize(save_dir=onnx_dir,
                      quantization_config=AutoQuantizationConfig.avx512_vnni(is_static=False,
