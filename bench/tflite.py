@@ -7,10 +7,16 @@ fine-tuned by run_classifier.py on --task into --work_dir), this exports the Sav
 only tensorflow and tensorflow_text, with --threads threads (each value in turn):
 accuracy on the dev set (batches of 32), file size, and batch-1 latency (median and p90
 over --calls calls, after --warmup, tokenization included: the text signatures take the
-raw dev rows). Peers (HF PyTorch, ONNX Runtime) are not measured yet. Not part of CI.
+raw dev rows). Peers in the same run, each in its own process with the same threads
+(bench/tflite_peers.py), from export_huggingface.py's export of the same checkpoint: HF
+PyTorch float32 (fast tokenizer + BertForSequenceClassification), PyTorch dynamic int8
+and ONNX Runtime int8 (torch.onnx's export, optimum's dynamic quantization for AVX-512 VNNI);
+--teacher_dir adds HF PyTorch float32 on a student's teacher. The closing lines give the
+targets' ratios. Run it with a Python that has bench/requirements.txt. Not part of CI.
 
-  python bench/tflite.py --work_dir=/tmp/tflite_bench --task=sst-2 [--model_dir=OUTPUT_DIR]
-      [--threads=1,2 --calls=200 --quantize=none,float16,dynamic_int8,int8]
+  python bench/tflite.py --work_dir=/tmp/tflite_bench --task=sst-2 [--model_dir=OUTPUT_DIR
+      [--teacher_dir=TEACHER_OUTPUT_DIR]] [--threads=1,2 --calls=200
+      --quantize=none,float16,dynamic_int8,int8]
 """
 
 import argparse
@@ -41,6 +47,27 @@ def read_dev(task):
 
 def percentile_90(values):
   return sorted(values)[int(0.9 * len(values)) - 1]
+
+
+def figures(call, rows, gold, calls, warmup):
+  """Accuracy of `call(rows) -> label names` on the dev rows (batches of 32; none when gold
+  is None) and its batch-1 latency (ms, median and p90 of `calls` calls one row each, after
+  `warmup` calls)."""
+  figures = {}
+  if gold is not None:
+    predicted = []
+    for i in range(0, len(rows), 32):
+      predicted.extend(call(rows[i:i + 32]))
+    figures["accuracy"] = sum(p == g for p, g in zip(predicted, gold)) / len(gold)
+  for i in range(warmup):
+    call(rows[i:i + 1])
+  latencies = []
+  for i in range(calls):
+    start = time.perf_counter()
+    call(rows[i % len(rows):i % len(rows) + 1])
+    latencies.append(1000 * (time.perf_counter() - start))
+  return {**figures, "batch1_median_ms": statistics.median(latencies),
+          "batch1_p90_ms": percentile_90(latencies)}
 
 
 def measure(args):
@@ -75,25 +102,63 @@ def measure(args):
       return serve(**inputs)["label"].numpy()
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path)
                for f in files)
-  predicted = []
-  for i in range(0, len(pairs), 32):
-    predicted.extend(label.decode() for label in call(pairs[i:i + 32]))
-  accuracy = float(np.mean([p == g for p, g in zip(predicted, gold)]))
-  for i in range(args.warmup):
-    call(pairs[i:i + 1])
-  latencies = []
-  for i in range(args.calls):
-    start = time.perf_counter()
-    call(pairs[i % len(pairs):i % len(pairs) + 1])
-    latencies.append(1000 * (time.perf_counter() - start))
-  print(json.dumps({"accuracy": accuracy, "size_mb": size / 1e6,
-                    "batch1_median_ms": statistics.median(latencies),
-                    "batch1_p90_ms": percentile_90(latencies)}), flush=True)
+  print(json.dumps({**figures(lambda rows: [label.decode() for label in call(rows)], pairs,
+                                None if args.skip_accuracy else gold, args.calls, args.warmup),
+                    "size_mb": size / 1e6}), flush=True)
 
 
 def run_script(script, *flags, threads=2):
   subprocess.run([sys.executable, os.path.join(REPO, script), *flags], check=True,
                  env=child_env(threads, "2"))
+
+
+def cpu_name():
+  """The CPU's model name and whether it has AVX-512 VNNI / AMX (Linux), for the record."""
+  try:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+      info = f.read()
+  except OSError:
+    return "CPU unknown"
+  name = next((line.split(":", 1)[1].strip() for line in info.splitlines()
+               if line.startswith("model name")), "CPU unknown")
+  flags = [flag for flag in ("avx512_vnni", "amx_int8") if f" {flag}" in info]
+  return f"{name} ({', '.join(flags) or 'no AVX-512 VNNI'})"
+
+
+def prepare_peers(work_dir, prefix, model_dir, vocab):
+  """export_huggingface.py's directory of model_dir and its ONNX export (`tflite_peers.py
+  --prepare`); returns {peer name: its measuring command} for `main`'s loop."""
+  hf_dir = os.path.join(work_dir, prefix + "hf")
+  onnx_dir = os.path.join(work_dir, prefix + "onnx")
+  if not os.path.exists(os.path.join(hf_dir, "config.json")):
+    run_script("export_huggingface.py", f"--init_checkpoint={model_dir}",
+               f"--vocab_file={vocab}", "--do_lower_case=true", f"--output_dir={hf_dir}")
+  peers_script = os.path.join(REPO, "bench", "tflite_peers.py")
+  dirs = [f"--hf_dir={hf_dir}", f"--onnx_dir={onnx_dir}"]
+  kinds = ("hf_fp32",) if prefix else ("hf_fp32", "torch_int8", "ort_int8")
+  if "ort_int8" in kinds and not os.path.exists(os.path.join(onnx_dir, "model_quantized.onnx")):
+    subprocess.run([sys.executable, peers_script, *dirs, "--prepare"], check=True,
+                   env=child_env(2, "2"))
+  return {prefix + kind: [peers_script, *dirs, f"--measure={kind}"] for kind in kinds}
+
+
+def summarize(results, threads):
+  """The targets' figures from `results` {(model, threads): figures}, per thread count."""
+  for t in threads:
+    figures_of = {name: r for (name, t2), r in results.items() if t2 == t}
+    fp32 = results["savedmodel_fp32", threads[0]]
+    for name in ("tflite_dynamic_int8", "tflite_int8"):
+      if name not in figures_of:
+        continue
+      ours = figures_of[name]
+      accuracy = results[name, threads[0]]["accuracy"]
+      line = (f"{t} threads, {name}: accuracy {100 * (accuracy - fp32['accuracy']):+.2f}"
+              f" points vs SavedModel fp32; batch-1 median {ours['batch1_median_ms']:.2f} ms")
+      for peer in ("ort_int8", "hf_fp32", "teacher_hf_fp32"):
+        if peer in figures_of:
+          ratio = figures_of[peer]["batch1_median_ms"] / ours["batch1_median_ms"]
+          line += f", {peer} / ours {ratio:.2f}x"
+      print(line, flush=True)
 
 
 def main():
@@ -109,7 +174,10 @@ def main():
   parser.add_argument("--threads", default="1,2")
   parser.add_argument("--calls", type=int, default=200)
   parser.add_argument("--warmup", type=int, default=20)
+  parser.add_argument("--teacher_dir", help="the teacher's output_dir, for a student "
+                      "--model_dir: its HF PyTorch fp32 peer is measured in the same run")
   parser.add_argument("--measure", help=argparse.SUPPRESS)  # the child's model path
+  parser.add_argument("--skip_accuracy", action="store_true", help=argparse.SUPPRESS)
   args = parser.parse_args()
   if args.measure:
     args.threads = int(args.threads)
@@ -139,15 +207,27 @@ def main():
                  f"--output_file={path}", f"--quantize={quantize}",
                  f"--num_calibration_rows={args.num_calibration_rows}")
     models[f"tflite_{quantize}"] = path
-  print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+  peers = {}
+  for name, source in (("", model_dir), ("teacher_", args.teacher_dir)):
+    if source:
+      peers.update(prepare_peers(args.work_dir, name, source, vocab))
+  print(f"host: {os.cpu_count()} CPUs, {cpu_name()}, load average {os.getloadavg()[0]:.1f} "
+        "at start", flush=True)
+  results = {}
   for threads in args.threads.split(","):
-    for name, path in models.items():
+    # Accuracy does not depend on threads: measured at the first value only.
+    skip = ["--skip_accuracy"] if results else []
+    commands = {name: [__file__, f"--measure={path}"] for name, path in models.items()}
+    commands.update(peers)
+    for name, command in commands.items():
       out = subprocess.run(
-          [sys.executable, __file__, f"--measure={path}", f"--task={args.task}",
-           f"--threads={threads}", f"--calls={args.calls}", f"--warmup={args.warmup}"],
+          [sys.executable, *command, f"--task={args.task}", f"--threads={threads}",
+           f"--calls={args.calls}", f"--warmup={args.warmup}", *skip],
           check=True, capture_output=True, text=True, env=child_env(int(threads), "2"))
-      figures = json.loads(out.stdout.strip().splitlines()[-1])
-      print(json.dumps({"model": name, "threads": int(threads), **figures}), flush=True)
+      results[name, threads] = json.loads(out.stdout.strip().splitlines()[-1])
+      print(json.dumps({"model": name, "threads": int(threads), **results[name, threads],
+                        "load_average": round(os.getloadavg()[0], 1)}), flush=True)
+  summarize(results, args.threads.split(","))
   return None
 
 
