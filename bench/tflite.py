@@ -10,7 +10,7 @@ over --calls calls, after --warmup, tokenization included: the text signatures t
 raw dev rows). Peers in the same run, each in its own process with the same threads
 (bench/tflite_peers.py), from export_huggingface.py's export of the same checkpoint: HF
 PyTorch float32 (fast tokenizer + BertForSequenceClassification), PyTorch dynamic int8
-and ONNX Runtime int8 (torch.onnx's export, optimum's dynamic quantization for AVX-512 VNNI);
+and ONNX Runtime int8 (torch.onnx's export, ONNX Runtime's dynamic quantization with optimum's AVX-512 VNNI settings);
 --teacher_dir adds HF PyTorch float32 on a student's teacher. The closing lines give the
 targets' ratios. Run it with a Python that has bench/requirements.txt. Not part of CI.
 

@@ -4,15 +4,15 @@ From export_huggingface.py's directory of the classifier (--hf_dir):
   hf_fp32:    HF's fast tokenizer + `BertForSequenceClassification`, float32;
   torch_int8: the same model through `torch.ao.quantization.quantize_dynamic`
               (int8 weights of every `nn.Linear`, activations quantized per call);
-  ort_int8:   the same model exported by `torch.onnx.export`, quantized by optimum's
-              `ORTQuantizer` with `AutoQuantizationConfig.avx512_vnni` (dynamic:
-              int8 weights, activations quantized per call), run by ONNX Runtime
+  ort_int8:   the same model exported by `torch.onnx.export`, quantized by ONNX
+              Runtime's `quantize_dynamic` with optimum's AVX-512 VNNI settings (int8
+              weights, activations quantized per call), run by ONNX Runtime
               with the fast tokenizer in front.
 Every call tokenizes the raw rows (truncation to --max_seq_length, padding to the
 batch's longest row) inside the timed region. `--prepare` writes the ONNX files
 into --onnx_dir; `--measure=KIND` measures one peer in this process with
 --threads threads and prints one JSON line (as `tflite.py`'s children do).
-Needs bench/requirements.txt (torch, transformers, optimum-onnx, onnxruntime).
+Needs bench/requirements.txt (torch, transformers, onnx, onnxruntime).
 """
 
 import argparse
@@ -28,13 +28,15 @@ ONNX_QUANTIZED = "model_quantized.onnx"
 
 
 def prepare(hf_dir, onnx_dir):
-  """The ONNX export of hf_dir (torch.onnx, dynamic batch and length; optimum's own exporter
-  does not run on transformers 5) and optimum's dynamic int8 quantization for AVX-512 VNNI."""
+  """The ONNX export of hf_dir (torch.onnx, dynamic batch and length; optimum's exporter does
+  not run on transformers 5) and ONNX Runtime's dynamic int8 quantization with the settings
+  of optimum's `AutoQuantizationConfig.avx512_vnni(is_static=False, per_channel=False)` (int8
+  symmetric weights, uint8 activations, no reduced range), called directly: the optimum
+  package that wraps it needs transformers < 4.58."""
   # pylint: disable=import-outside-toplevel
   import torch
   import transformers
-  from optimum.onnxruntime import ORTQuantizer
-  from optimum.onnxruntime.configuration import AutoQuantizationConfig
+  from onnxruntime.quantization import QuantType, quantize_dynamic
   os.makedirs(onnx_dir, exist_ok=True)
   model = transformers.BertForSequenceClassification.from_pretrained(
       hf_dir, attn_implementation="eager").eval()
@@ -44,11 +46,8 @@ def prepare(hf_dir, onnx_dir):
   torch.onnx.export(model, example, os.path.join(onnx_dir, "model.onnx"), input_names=names,
                     output_names=["logits"], dynamic_axes={**axes, "logits": {0: "batch"}},
                     opset_version=17, dynamo=False)
-  model.config.save_pretrained(onnx_dir)
-  quantizer = ORTQuantizer.from_pretrained(onnx_dir, file_name="model.onnx")
-  quantizer.quantize(save_dir=onnx_dir,
-                     quantization_config=AutoQuantizationConfig.avx512_vnni(is_static=False,
-                                                                            per_channel=False))
+  quantize_dynamic(os.path.join(onnx_dir, "model.onnx"), os.path.join(onnx_dir, ONNX_QUANTIZED),
+                   per_channel=False, reduce_range=False, weight_type=QuantType.QInt8)
 
 
 def measure(args):
