@@ -44,7 +44,7 @@ from tests.paths import REPO, SAMPLE
 from tests.processes import ForkServer
 from tests.records import copy_records_with_one_changed
 
-pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]  # ~100 scripts, each importing TensorFlow
+pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]  # ~120 scripts, each starting TensorFlow
 PARALLEL = len(os.sched_getaffinity(0))
 TIMEOUT = 300
 
@@ -61,8 +61,8 @@ class Row:
   go with it). fresh: run as a subprocess, in a new interpreter (a signal while it imports
   TensorFlow). check: a function
   of (tmp, data) with assertions of its own. slow: the row trains or waits for a signal
-  (~10-30 s; the whole table is marked slow, as every row starts a script that imports
-  TensorFlow, so pytest -m "not slow" leaves every row out).
+  (~10-30 s; the whole table is marked slow, as every row runs a script that starts
+  TensorFlow's runtime, so pytest -m "not slow" leaves every row out).
   """
   id: str
   script: str
