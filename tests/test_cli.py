@@ -13,6 +13,7 @@ import pytest
 
 import cli
 from tests.paths import REPO
+from tests.processes import ForkServer
 
 pytestmark = pytest.mark.multiprocess
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))
@@ -129,3 +130,45 @@ def test_a_healthy_tensorflow_run_prints_no_error_level_line(tmp_path):
                        check=False)
   assert (out.returncode, out.stdout) == (0, "6\n"), out.stderr[-3000:]
   assert not re.findall(r"^E\d{4} .*", out.stderr, re.M)
+
+
+@pytest.mark.parametrize("body, flags", [
+    ('raise cli.FlagError("--x must be positive, got 0")', []), ("return 0", ["--nonexistent=1"]),
+    ("return 3", []), ("return {}['missing']", []), ("print('out')\nraise SystemExit('gone')", [])])
+def test_a_forked_script_ends_as_a_fresh_process_does(tmp_path, body, flags):
+  """`ForkServer` (the error table's way to skip TensorFlow's import per row): the same exit
+  status and stderr as a subprocess (a traceback's last line: its frames differ)."""
+  command = _script(tmp_path, body) + flags
+  fresh = subprocess.run(command, capture_output=True, text=True, env=ENV, check=False)
+  server = ForkServer((), ENV, tmp_path / "server.log")
+  try:
+    (tmp_path / "stderr.txt").touch()
+    forked = server.start(command[1:], tmp_path, tmp_path / "stderr.txt")
+    forked.wait(timeout=60)
+  finally:
+    server.close()
+  stderr = (tmp_path / "stderr.txt").read_text()
+  assert forked.returncode == fresh.returncode
+  assert (stderr.splitlines()[-1:], "Traceback" in stderr) == (
+      fresh.stderr.splitlines()[-1:], "Traceback" in fresh.stderr)
+  if "Traceback" not in stderr:
+    assert stderr == fresh.stderr
+
+
+def test_a_forked_script_takes_signals_as_a_fresh_process_does(tmp_path):
+  command = _script(tmp_path, """
+      import sys
+      print("ready", file=sys.stderr, flush=True)
+      time.sleep(60)
+      """)
+  server = ForkServer((), ENV, tmp_path / "server.log")
+  try:
+    (tmp_path / "stderr.txt").touch()
+    forked = server.start(command[1:], tmp_path, tmp_path / "stderr.txt")
+    while "ready" not in (tmp_path / "stderr.txt").read_text():
+      assert forked.poll(0.05) is None
+    forked.send_signal(signal.SIGINT)
+    assert forked.wait(timeout=30) == 130
+  finally:
+    server.close()
+  assert (tmp_path / "stderr.txt").read_text() == "ready\ndemo: interrupted\n"

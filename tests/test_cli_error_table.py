@@ -9,9 +9,12 @@ or SIGKILL, sent once the run logged a given line) and a real full disk or read-
 small tmpfs mounted in
 a private mount namespace (`unshare`), skipped with the reason where that is not permitted.
 
-The rows run as subprocesses, as many at a time as there are cores (a script's start
-imports TensorFlow, ~3 s of CPU), all when the module's first row runs; only the rows
-selected are run.
+The rows run as many at a time as there are cores, all when the module's first row runs;
+only the rows selected are run. Each row's script runs in a process of its own, forked from a
+`ForkServer` that has imported TensorFlow once (its import is ~3 s of CPU, most of a failing
+row's cost); everything of ours the script imports afresh, as `python script.py` does. Rows
+that need what only a new interpreter or a subprocess gives stay subprocesses: a signal while
+TensorFlow imports (`fresh`) and a private mount namespace (`mount`).
 """
 
 import concurrent.futures
@@ -19,6 +22,7 @@ import dataclasses
 import io
 import json
 import os
+import queue
 import re
 import shutil
 import signal
@@ -32,13 +36,15 @@ import pytest
 
 import tensorflow as tf
 
+import cli
 import modeling
 import pretraining
 from pretraining_data import pipeline
 from tests.paths import REPO, SAMPLE
+from tests.processes import ForkServer
 from tests.records import copy_records_with_one_changed
 
-pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]  # ~100 scripts, each importing TensorFlow
+pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]  # ~120 scripts, each starting TensorFlow
 PARALLEL = len(os.sched_getaffinity(0))
 TIMEOUT = 300
 
@@ -52,10 +58,11 @@ class Row:
   setup: a key of SETUPS, preparing the row's folder. interrupt: a regex (`signum` is
   sent once stderr matches it) or a number of seconds after the start. mount: the options
   ("size=6m", "ro") of a tmpfs mounted at {tmp}/small, seen by the script only (its contents
-  go with it). check: a function
+  go with it). fresh: run as a subprocess, in a new interpreter (a signal while it imports
+  TensorFlow). check: a function
   of (tmp, data) with assertions of its own. slow: the row trains or waits for a signal
-  (~10-30 s; the whole table is marked slow, as every row starts a script that imports
-  TensorFlow, so pytest -m "not slow" leaves every row out).
+  (~10-30 s; the whole table is marked slow, as every row runs a script that starts
+  TensorFlow's runtime, so pytest -m "not slow" leaves every row out).
   """
   id: str
   script: str
@@ -70,6 +77,7 @@ class Row:
   mount: str = None
   check: object = None
   slow: bool = False
+  fresh: bool = False
 
 
 SCRIPT_FLAGS = {
@@ -710,7 +718,7 @@ ROWS = [
         interrupt=r"documents read", signum=signal.SIGKILL, check=_killed_then_run_again),
     # cli's handler is in by ~0.1 s; TensorFlow takes 1 s or more after it, on fast machines too
     Row("ctrl-c-while-importing", "run_classifier", SCRIPT_FLAGS["run_classifier"], 130,
-        r"(?m)^run_classifier: interrupted$", absent=("out",), interrupt=0.5),
+        r"(?m)^run_classifier: interrupted$", absent=("out",), interrupt=0.5, fresh=True),
     Row("ctrl-c-squad", "run_squad", with_flags(
         "run_squad", "--num_train_epochs=100000", "--train_batch_size=1",
         "--save_checkpoints_steps=2", "--iterations_per_loop=2"), 130,
@@ -761,9 +769,13 @@ assert len(ROWS_BY_ID) == len(ROWS)
 
 # --- running the rows -------------------------------------------------------------------------
 
-def _command(row, tmp, data):
+def _script_argv(row, tmp, data):
   values = dict(tmp=tmp, data=data, sample=str(SAMPLE))
-  args = [sys.executable, str(REPO / f"{row.script}.py")] + [f.format(**values) for f in row.flags]
+  return [str(REPO / f"{row.script}.py")] + [f.format(**values) for f in row.flags]
+
+
+def _command(row, tmp, data):
+  args = [sys.executable] + _script_argv(row, tmp, data)
   shell = "umask 027 && exec \"$@\""
   if row.mount:
     shell = f"mount -t tmpfs -o {row.mount} tmpfs {tmp}/small && " + shell
@@ -781,18 +793,33 @@ def _mount_reason():
   return f"cannot mount a private tmpfs: {out.stderr.strip()}" if out.returncode else None
 
 
-def _run_row(row, tmp, data):
-  """Runs `row` in folder `tmp`; returns (exit status, stderr)."""
+def _env():
+  """The rows' environment: the user's default TensorFlow log level (every level shows)."""
+  env = dict(os.environ, PYTHONPATH=str(REPO))
+  env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+  env.setdefault(cli.ONEDNN_ENV, "1")  # as `cli` sets it before a script imports TensorFlow
+  return env
+
+
+def _forked(row):
+  return not (row.fresh or row.mount)
+
+
+def _run_row(row, tmp, data, servers):
+  """Runs `row` in folder `tmp`, forked from one of `servers` (a queue) or as a subprocess;
+  returns (exit status, stderr)."""
   os.makedirs(tmp)
   if row.mount:
     os.makedirs(f"{tmp}/small")
   if row.setup:
     SETUPS[row.setup](tmp, data)
-  env = dict(os.environ, PYTHONPATH=str(REPO))
-  env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the user's default: every TensorFlow level shows
+  server = servers.get() if _forked(row) else None
   with open(f"{tmp}/stderr.txt", "w+", encoding="utf-8") as err:
-    process = subprocess.Popen(_command(row, tmp, data), cwd=tmp, stdout=subprocess.DEVNULL,
-                               stderr=err, env=env, text=True)
+    if server:
+      process = server.start(_script_argv(row, tmp, data), tmp, err.name, umask=0o027)
+    else:
+      process = subprocess.Popen(_command(row, tmp, data), cwd=tmp, stdout=subprocess.DEVNULL,
+                                 stderr=err, env=_env(), text=True)
     try:
       deadline = time.time() + TIMEOUT
       if isinstance(row.interrupt, (int, float)):
@@ -808,6 +835,8 @@ def _run_row(row, tmp, data):
     finally:
       process.kill()
       process.wait()
+      if server:
+        servers.put(server)
     return process.returncode, _read(err)
 
 
@@ -872,19 +901,27 @@ def fixture_results(request, data, tmp_path_factory):
   root = tmp_path_factory.mktemp("rows")
   reason = _mount_reason() if any(row.mount for row in selected) else None
   results = {}
-  with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
-    futures = {}
-    for row in selected:
-      if row.mount and reason:
-        results[row.id] = reason
-        continue
-      futures[row.id] = (pool.submit(_run_row, row, str(root / row.id), data),
-                         str(root / row.id))
-    for row_id, (future, folder) in futures.items():
-      try:
-        results[row_id] = future.result() + (folder,)
-      except pytest.skip.Exception as e:
-        results[row_id] = str(e)
+  servers = queue.Queue()
+  for i in range(PARALLEL if any(_forked(row) for row in selected) else 0):
+    servers.put(ForkServer(("tensorflow", "tf_keras", "tensorflow_text"), _env(),
+                           root / f"server-{i}.log"))
+  try:
+    with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
+      futures = {}
+      for row in selected:
+        if row.mount and reason:
+          results[row.id] = reason
+          continue
+        futures[row.id] = (pool.submit(_run_row, row, str(root / row.id), data, servers),
+                           str(root / row.id))
+      for row_id, (future, folder) in futures.items():
+        try:
+          results[row_id] = future.result() + (folder,)
+        except pytest.skip.Exception as e:
+          results[row_id] = str(e)
+  finally:
+    while not servers.empty():
+      servers.get().close()
   return results
 
 
