@@ -474,8 +474,8 @@ def run(config, progress_stream=sys.stderr):
           if n_done % len(parts) == 0:  # all parts of one dupe are in: shuffle and write
             dupe = n_done // len(parts) - 1
             if config.num_output_shards is None:
-              for i in _rng(config, chunk_index, dupe, _SHUFFLE).permutation(len(held)).tolist():
-                out.write(held[i])
+              out.extend([held[i] for i in
+                          _rng(config, chunk_index, dupe, _SHUFFLE).permutation(len(held)).tolist()])
             else:
               # (shard_records: not `records`, which would keep a shard's list past the chunk)
               for shard, shard_records in enumerate(shards.split(

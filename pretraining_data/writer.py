@@ -150,13 +150,14 @@ class ShardedRecordWriter:
     self.count = 0
 
   def write(self, record):
-    try:
-      self._files[self._next].write(record)
-    except OSError as e:
-      name_output(e, self.paths[self._next])
-      raise
-    self._next = (self._next + 1) % len(self._files)
-    self.count += 1
+    self.extend((record,))
+
+  def extend(self, records):
+    """Writes `records` round-robin (as `write` each), joined per output file."""
+    n, start = len(self._files), self._next
+    for j in range(min(n, len(records))):
+      self.write_to((start + j) % n, records[j::n])
+    self._next = (start + len(records)) % n
 
   def write_to(self, index, records):
     """Appends `records` to output `index` (leaves the round-robin position alone).
