@@ -127,14 +127,15 @@ class WordIds(dict):
   def ids_of_lines(self, lines):
     """The ids of `lines` (str), end to end, and each line's number of ids:
     (ids [n_ids] int32, lengths [len(lines)] int64), as FullTokenizer gives them."""
-    if not lines:
+    return self.ids_of_text(_join_lines(lines), len(lines))
+
+  def ids_of_text(self, text, n_lines):
+    """`ids_of_lines` of the `n_lines` lines that `_join_lines` joined into `text`."""
+    if not n_lines:
       return np.zeros(0, np.int32), np.zeros(0, np.int64)
     if len(self) >= self._LIMIT:  # between batches: the codes of a batch stay valid
       self._reset()
-    text = " \n ".join(lines)
-    if text.count("\n") != len(lines) - 1:  # a line holding LF: it is whitespace to Google
-      text = " \n ".join(line.replace("\n", " ") for line in lines)
-    data = text.encode("utf-8", "surrogatepass").translate(self._table, _ASCII_CONTROLS)
+    data = text.translate(self._table, _ASCII_CONTROLS)
     if not (self._lower and _CAPITAL_SIGMA in data):
       for p in _PRESPLIT:
         if p in data:
@@ -161,8 +162,31 @@ class WordIds(dict):
     return ids, np.diff(ends[is_end], prepend=0)
 
 
+def _join_lines(lines):
+  """`lines` (str) as one UTF-8 text, each line followed by " \n " but the last."""
+  text = " \n ".join(lines)
+  if text.count("\n") != len(lines) - 1:  # a line holding LF: it is whitespace to Google
+    text = " \n ".join(line.replace("\n", " ") for line in lines)
+  return text.encode("utf-8", "surrogatepass")
+
+
+@dataclasses.dataclass(frozen=True)
+class PackedDocuments:
+  """Documents (lists of lines) as one UTF-8 text and the lines per document: one bytes object
+  to send to a worker process instead of a str per line."""
+  text: bytes
+  lines_per_doc: np.ndarray  # [n_docs] int64
+
+  @classmethod
+  def pack(cls, documents):
+    documents = list(documents)
+    return cls(_join_lines(list(itertools.chain.from_iterable(documents))),
+               np.fromiter(map(len, documents), np.int64, len(documents)))
+
+
 def tokenize_documents(tokenizer, word_ids, documents):
-  """Documents (lists of lines) -> (ids int32, sentence lengths, sentences per doc, n_empty).
+  """Documents (lists of lines, or PackedDocuments) -> (ids int32, sentence lengths,
+  sentences per doc, n_empty).
 
   `word_ids` is a `WordIds` of `tokenizer`. As in Google's script, a line that
   tokenizes to nothing is dropped and a document left without sentences is
@@ -170,9 +194,10 @@ def tokenize_documents(tokenizer, word_ids, documents):
   """
   if word_ids.tokenizer is not tokenizer:
     raise ValueError("word_ids was made for another tokenizer")
-  documents = list(documents)
-  ids, line_lengths = word_ids.ids_of_lines(list(itertools.chain.from_iterable(documents)))
-  lines_per_doc = np.fromiter(map(len, documents), np.int64, len(documents))
+  if not isinstance(documents, PackedDocuments):
+    documents = PackedDocuments.pack(documents)
+  lines_per_doc = documents.lines_per_doc
+  ids, line_lengths = word_ids.ids_of_text(documents.text, int(lines_per_doc.sum()))
   kept = line_lengths > 0
   kept_before = np.zeros(len(kept) + 1, np.int64)  # [n_lines + 1]
   np.cumsum(kept, out=kept_before[1:])

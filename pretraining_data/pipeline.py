@@ -473,7 +473,8 @@ def run(config, progress_stream=sys.stderr):
       chunk_index = -1
       while not chunker.exhausted:
         chunk_index += 1
-        pieces = list(runner.imap(_tokenize_task, chunker.next_chunk()))
+        pieces = list(runner.imap(
+            _tokenize_task, map(instances.PackedDocuments.pack, chunker.next_chunk())))
         chunk_bytes = chunker.last_chunk_bytes
         progress.update(done_bytes, read_stats.documents, out.count)
         empty_docs += sum(p[3] for p in pieces)
