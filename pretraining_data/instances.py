@@ -58,8 +58,8 @@ class WordIds(dict):
   Google's tokenizer cleans characters one by one (drops control characters,
   turns whitespace into spaces), splits on whitespace and then tokenizes every
   piece on its own (lower-casing, accent stripping, punctuation split,
-  WordPiece). So `ids_of_lines` cleans the ASCII of a whole batch of lines in
-  C (`bytes.translate` over its UTF-8), splits it into pieces, and looks each
+  WordPiece). So `ids_of_text` cleans the ASCII of a whole batch of lines in
+  C (`bytes.translate` over their UTF-8), splits it into pieces, and looks each
   piece up here: a repeated piece costs one dict hit under `map`; the first
   sight of a piece runs `FullTokenizer.tokenize` on it (just WordPiece for
   ASCII letters and digits), which handles everything non-ASCII (accents, CJK,
@@ -163,7 +163,8 @@ class WordIds(dict):
 
 
 def _join_lines(lines):
-  """`lines` (str) as one UTF-8 text, each line followed by " \n " but the last."""
+  """`lines` (str) as one UTF-8 text, joined by " \n " (an LF inside a line becomes a space:
+  it is whitespace to Google's tokenizer too)."""
   text = " \n ".join(lines)
   if text.count("\n") != len(lines) - 1:  # a line holding LF: it is whitespace to Google
     text = " \n ".join(line.replace("\n", " ") for line in lines)
