@@ -142,24 +142,22 @@ class WordIds(dict):
           data = data.replace(p, b" " + p + b" ")
     pieces = data.split()
     pieces.append(_LINE_END)
-    codes = np.fromiter(map(self.__getitem__, pieces), np.int64, len(pieces))
+    codes = np.fromiter(map(self.__getitem__, pieces), np.int32, len(pieces))
     # Expand the codes: [n_pieces] -> ids [n_ids]; line ends take no place.
-    is_end = codes == self._LINE_END_ID
     is_run = codes < self._LINE_END_ID
     run = -2 - codes[is_run]
     run_lengths = np.frombuffer(self._run_lengths, np.int64)[run]
-    sizes = np.ones(len(codes), np.int64)
+    sizes = (codes >= 0).astype(np.int64)
     sizes[is_run] = run_lengths
-    sizes[is_end] = 0
     ends = np.cumsum(sizes)
-    ids = np.repeat(codes, sizes).astype(np.int32)
+    ids = np.repeat(codes, sizes)
     # Piece j of each run: ids[start of its piece + j] = run_ids[start of the run + j].
     within = np.arange(int(run_lengths.sum())) - np.repeat(
         np.cumsum(run_lengths) - run_lengths, run_lengths)
     ids[np.repeat(ends[is_run] - run_lengths, run_lengths) + within] = np.frombuffer(
         self._run_ids, np.int32)[np.repeat(np.frombuffer(self._run_starts, np.int64)[run],
                                            run_lengths) + within]
-    return ids, np.diff(ends[is_end], prepend=0)
+    return ids, np.diff(ends[codes == self._LINE_END_ID], prepend=0)
 
 
 def _join_lines(lines):
