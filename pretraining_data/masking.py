@@ -75,21 +75,24 @@ def mask_inputs(inputs, masked_lm_prob, max_predictions_per_seq, vocab_size, mas
     starts = cand & ~(is_continuation[ids] & (pos > 1))
   group = np.cumsum(starts, axis=1) - 1  # [n, L] group of each candidate position
   num_groups = starts.sum(axis=1)
-  group_len = np.zeros((n, seq_len), np.int64)  # [n, L] by group index
-  rows, cols = np.nonzero(cand)
-  np.add.at(group_len, (rows, group[rows, cols]), 1)
   keys = rng.random((n, seq_len))
   keys[np.arange(seq_len)[None, :] >= num_groups[:, None]] = np.inf
   order = np.argsort(keys, axis=1)  # [n, L] groups in random order, real ones first
-  len_in_order = np.take_along_axis(group_len, order, axis=1)
-  count = np.zeros(n, np.int64)
-  take = np.zeros((n, seq_len), bool)
-  for c in range(int(num_groups.max(initial=0))):
-    fits = (len_in_order[:, c] > 0) & (count + len_in_order[:, c] <= num_to_predict)
-    take[:, c] = fits
-    count += np.where(fits, len_in_order[:, c], 0)
-    if (count >= num_to_predict).all():
-      break
+  if is_continuation is None:  # groups of one position: the first num_to_predict ones fit
+    take = pos < np.minimum(num_to_predict, num_groups)[:, None]
+  else:
+    rows, cols = np.nonzero(cand)
+    group_len = np.bincount(rows * seq_len + group[rows, cols], minlength=n * seq_len).reshape(
+        n, seq_len)  # [n, L] by group index
+    len_in_order = np.take_along_axis(group_len, order, axis=1)
+    count = np.zeros(n, np.int64)
+    take = np.zeros((n, seq_len), bool)
+    for c in range(int(num_groups.max(initial=0))):
+      fits = (len_in_order[:, c] > 0) & (count + len_in_order[:, c] <= num_to_predict)
+      take[:, c] = fits
+      count += np.where(fits, len_in_order[:, c], 0)
+      if (count >= num_to_predict).all():
+        break
   chosen_group = np.zeros((n, seq_len), bool)
   np.put_along_axis(chosen_group, order, take, axis=1)
   chosen = cand & np.take_along_axis(chosen_group, np.maximum(group, 0), axis=1)

@@ -247,9 +247,18 @@ def _init_worker(config):
 
 def _tokenize_task(docs):
   if _MAPPED:  # a new chunk is being read: the last one's records are all made
-    _MAPPED.clear()
-    _release_freed_memory()
+    _drop_chunk()
   return _WORKER.tokenize(docs)
+
+
+def _drop_chunk():
+  """Frees what this process held of the last chunk: its mapping, and the heap its records
+  took, handed back to the OS (glibc keeps it otherwise), so that the peak stays that of one
+  chunk however many chunks come. Workers call it when the next chunk starts; the parent
+  at the end of each chunk (with 1 worker it is the worker too: one call per chunk)."""
+  _MAPPED.clear()
+  if _LIBC is not None:
+    _LIBC.malloc_trim(0)
 
 
 def _mapped_chunk(chunk_dir):
@@ -419,13 +428,28 @@ def no_instances(input_files):
       f"no instances: the input ({', '.join(input_files)}) holds no non-empty document")
 
 
-def _release_freed_memory():
-  """Hands the chunk's freed heap back to the OS (glibc keeps it otherwise), so that the
-  peak stays that of one chunk however many chunks come; a no-op without glibc."""
+def _glibc():
+  """glibc, for its malloc controls; None under another C library."""
   try:
-    ctypes.CDLL("libc.so.6").malloc_trim(0)
-  except (OSError, AttributeError):
-    pass
+    libc = ctypes.CDLL("libc.so.6")
+  except OSError:
+    return None
+  return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
+
+
+_LIBC = _glibc()
+_M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
+# Allocations from this size on (a chunk's arrays) get mappings of their own, unmapped when
+# freed; smaller ones (a part's arrays) reuse the heap.
+_MMAP_THRESHOLD = 4 << 20
+
+
+def _fix_mmap_threshold():
+  """Keeps glibc from raising its mmap threshold once the first chunk's arrays are freed (its
+  default): later chunks' arrays would then come from the heap and fragment it, and the peak
+  would grow with the number of chunks. Forked workers inherit the setting."""
+  if _LIBC is not None:
+    _LIBC.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
 
 
 def run(config, progress_stream=sys.stderr):
@@ -438,6 +462,7 @@ def run(config, progress_stream=sys.stderr):
   empty_docs = chunks = max_held = 0
   done_bytes = 0.0
   start = time.monotonic()
+  _fix_mmap_threshold()
   runner = _Runner(config, worker)
   tmp = tempfile.mkdtemp(prefix="pretraining_data-")
   try:
@@ -448,7 +473,8 @@ def run(config, progress_stream=sys.stderr):
       chunk_index = -1
       while not chunker.exhausted:
         chunk_index += 1
-        pieces = list(runner.imap(_tokenize_task, chunker.next_chunk()))
+        pieces = list(runner.imap(
+            _tokenize_task, map(instances.PackedDocuments.pack, chunker.next_chunk())))
         chunk_bytes = chunker.last_chunk_bytes
         progress.update(done_bytes, read_stats.documents, out.count)
         empty_docs += sum(p[3] for p in pieces)
@@ -474,8 +500,8 @@ def run(config, progress_stream=sys.stderr):
           if n_done % len(parts) == 0:  # all parts of one dupe are in: shuffle and write
             dupe = n_done // len(parts) - 1
             if config.num_output_shards is None:
-              for i in _rng(config, chunk_index, dupe, _SHUFFLE).permutation(len(held)).tolist():
-                out.write(held[i])
+              out.extend([held[i] for i in
+                          _rng(config, chunk_index, dupe, _SHUFFLE).permutation(len(held)).tolist()])
             else:
               # (shard_records: not `records`, which would keep a shard's list past the chunk)
               for shard, shard_records in enumerate(shards.split(
@@ -487,7 +513,7 @@ def run(config, progress_stream=sys.stderr):
           progress.update(done_bytes, read_stats.documents, out.count)
         shutil.rmtree(chunk_dir)
         parts = None  # one chunk at a time: not held while the next one is read
-        _release_freed_memory()
+        _drop_chunk()
       if out.count == 0:
         raise no_instances(input_files)
       progress.update(total_bytes, read_stats.documents, out.count, force=True)

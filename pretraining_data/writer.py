@@ -39,19 +39,20 @@ def varint_rows(values):
   Row i is bytes[offsets[i]:offsets[i + 1]]; vectorised so that no Python
   code runs per value.
   """
-  v = np.asarray(values, np.int64)
+  v = np.asarray(values)
   largest, width = int(v.max(initial=0)), 1
   while largest >> (7 * width):
     width += 1
-  nbytes = np.ones(v.shape, np.int64)
-  for j in range(1, width):
-    nbytes += v >= (1 << (7 * j))
-  groups = ((v[..., None] >> (7 * np.arange(width))) & 0x7F).astype(np.uint8)  # [n, k, width]
-  j = np.arange(width)
-  groups[j < nbytes[..., None] - 1] |= 0x80
-  data = groups[j < nbytes[..., None]].tobytes()  # row-major: row, value, byte
+  v = v.astype(np.uint32 if largest < 1 << 32 else np.uint64, copy=False)
+  groups = np.empty(v.shape + (width,), np.uint8)  # [n, k, width]: 7 bits each, low first
+  used = np.empty(v.shape + (width,), bool)  # the value needs byte j
+  for j in range(width):
+    more = v >= (1 << (7 * (j + 1)))
+    groups[..., j] = ((v >> (7 * j)) & 0x7F) | (more.astype(v.dtype) << 7)
+    used[..., j] = v >= (1 << (7 * j)) if j else True
+  data = groups[used].tobytes()  # row-major: row, value, byte
   offsets = np.zeros(v.shape[0] + 1, np.int64)
-  np.cumsum(nbytes.sum(axis=1), out=offsets[1:])
+  np.cumsum(used.sum(axis=(1, 2)), out=offsets[1:])
   return data, offsets.tolist()
 
 
@@ -149,13 +150,14 @@ class ShardedRecordWriter:
     self.count = 0
 
   def write(self, record):
-    try:
-      self._files[self._next].write(record)
-    except OSError as e:
-      name_output(e, self.paths[self._next])
-      raise
-    self._next = (self._next + 1) % len(self._files)
-    self.count += 1
+    self.extend((record,))
+
+  def extend(self, records):
+    """Writes `records` round-robin (as `write` each), joined per output file."""
+    n, start = len(self._files), self._next
+    for j in range(min(n, len(records))):
+      self.write_to((start + j) % n, records[j::n])
+    self._next = (start + len(records)) % n
 
   def write_to(self, index, records):
     """Appends `records` to output `index` (leaves the round-robin position alone).

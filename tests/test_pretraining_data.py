@@ -11,6 +11,7 @@ import pytest
 
 import tokenization
 from pretraining_data import features, instances, masking, pipeline, writer
+from tests import char_port
 from tests.pretraining_jobs import assert_googles_masking, assert_whole_words_masked
 
 SEQ, PRED = 128, 20
@@ -301,3 +302,59 @@ def test_tokenized_ids_equal_full_tokenizer(tokenizer, shared_dir):
                                  [expected[sum(map(len, docs[:i])):][:len(d)]
                                   for i, d in enumerate(docs[:-1])]]
   assert n_empty == 1
+
+
+def _ids_per_line(word_ids, lines):
+  ids, lengths = word_ids.ids_of_lines(lines)
+  assert ids.dtype == np.int32 and len(lengths) == len(lines) and lengths.sum() == len(ids)
+  return [a.tolist() for a in np.split(ids, np.cumsum(lengths)[:-1])] if len(lines) else []
+
+
+# Lines the batched tokenizer cannot take apart with its ASCII cleaning and presplit alone.
+HARD_LINES = [
+    "Héllo, NAÏVE café—“quoted” ‘single’ «guillemets» ¿qué? ¡sí!",  # accents, Unicode punct.
+    "中文字,ab中cd \U00020000x \uf900x こんにちは 안녕 hi😀there",  # CJK, kana, hangul, emoji
+    "a\x00b\x01c\x07d\x0be\x0cf\x1fg\x7fh \ufffdi\u200bj\ufeffk\u0085l",  # NUL, Cc, Cf dropped
+    "a\tb\rc\u00a0d\u3000e\u2028f\u2029g\u2003h  ",  # whitespace, ASCII and Unicode
+    "line\nwith a newline",  # LF inside a line: whitespace, as Google reads it
+    "$5^2`x~y|z @#%&*+/<=>[\\]_{} don't well-known (a) [b] \"c\"",  # every ASCII symbol
+    "ΑΣ.Β ΟΔΟΣ, ΣΑ'Σ (ΟΣ) ΑΣ-Β ΑΣ;Β",  # capital sigma: lower case decided across punctuation
+    "a\u1fefb \u037e \u0387x e\u0301 \u0301a (\u0301) \u0130stanbul \u212a",  # NFD surprises
+    "[CLS] [MASK] [UNK] ##ing qzxqzxq zzzzzzzzzzzzzzzz",  # special tokens are plain text
+    "x" * 200 + " " + "y" * 201 + " " + "é" * 201 + " " + "ab" * 150 + ",",  # the 200 limit
+    "", " ", "\x00", ",", "\u200b", "a",
+]
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_batched_ids_equal_googles_rules_on_hard_lines(google_vocab, lower):
+  """WordIds.ids_of_lines gives the ids of Google's rules (the char-by-char port) for every
+  line, also for those only its exact per-piece path handles, however lines are batched."""
+  vocab = tokenization.load_vocab(google_vocab)
+  tok = tokenization.FullTokenizer(google_vocab, do_lower_case=lower)
+  expected = [tok.convert_tokens_to_ids(char_port.full_tokenize(line, vocab, lower))
+              for line in HARD_LINES]
+  word_ids = instances.WordIds(tok)
+  assert _ids_per_line(word_ids, HARD_LINES) == expected
+  assert _ids_per_line(word_ids, HARD_LINES[::-1]) == expected[::-1]  # from the memo
+  for i, line in enumerate(HARD_LINES):  # one line at a time, each with a fresh memo
+    assert _ids_per_line(instances.WordIds(tok), [line]) == [expected[i]], repr(line)
+  assert _ids_per_line(word_ids, []) == []
+  rng = random.Random(38)
+  pool = list(",.;:!?\"'()- abcXYZ09") * 8 + [ch for line in HARD_LINES for ch in line]
+  lines = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
+  assert _ids_per_line(word_ids, lines) == [
+      tok.convert_tokens_to_ids(char_port.full_tokenize(line, vocab, lower)) for line in lines]
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_batched_ids_equal_full_tokenizer_on_corpora(google_vocab, shared_dir, lower):
+  tok = tokenization.FullTokenizer(google_vocab, do_lower_case=lower)
+  word_ids = instances.WordIds(tok)
+  corpus = shared_dir / "data" / "corpus"
+  for path in (corpus / "gutenberg_heldout.txt", corpus / "wikitext-2-raw" / "wiki.valid.raw"):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for start in range(0, len(lines), 4096):
+      batch = lines[start:start + 4096]
+      assert _ids_per_line(word_ids, batch) == [
+          tok.convert_tokens_to_ids(tok.tokenize(line)) for line in batch]

@@ -29,14 +29,15 @@ class WordpieceTokenizer:
     for word in convert_to_unicode(text).split():
       pieces = self._cache.get(word)
       if pieces is None:
-        pieces = self._split_word(word)
+        pieces = self.split_word(word)
         if len(self._cache) >= self._CACHE_LIMIT:
           self._cache.clear()
         self._cache[word] = pieces
       output.extend(pieces)
     return output
 
-  def _split_word(self, word):
+  def split_word(self, word):
+    """The pieces of one word (no whitespace in it), uncached."""
     n = len(word)
     if n > self.max_input_chars_per_word:
       return (self.unk_token,)
