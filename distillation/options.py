@@ -156,13 +156,15 @@ def resolve_configs(o):
 
 SQUAD = "squad"
 # What task_distill.py chooses between: a classification task's options, with the processor's
-# flags, or SQuAD's. Flags both declare show the classification task's help and default.
+# flags, or SQuAD's. Flags both declare show the classification task's help and default, and
+# SQuAD's default where it differs.
 _TASK_DISTILL_FLAGS = (TaskDistillOptions, ProcessorFlags, SquadDistillOptions)
 
 
 def define_task_distill_flags():
   """task_distill.py's flags: every task's (`cli.options.define_union_flags`)."""
-  cli_options.define_union_flags(_TASK_DISTILL_FLAGS)
+  cli_options.define_union_flags(_TASK_DISTILL_FLAGS,
+                                 when={SquadDistillOptions: f"--task_name={SQUAD}"})
 
 
 def task_distill_options_from_flags():
