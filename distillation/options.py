@@ -107,7 +107,8 @@ class TaskStageOptions(DistillOptions):
   temperature: float = option(1.0, "Temperature of the prediction stage's soft labels.")
   check_teacher: bool = option(
       True, "Check the teacher first: a classifier on dev must do better than a constant "
-      "answer (an un-fine-tuned teacher); a SQuAD teacher must have its span layer.")
+      "answer (an un-fine-tuned teacher); a SQuAD teacher must have its span layer and find "
+      "the answers in training windows more often than a constant position.")
   # The fine-tuning script's, no flags here: the student's come from the --student_* flags.
   bert_config_file: Optional[str] = None
   init_checkpoint: Optional[str] = None
