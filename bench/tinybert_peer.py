@@ -45,8 +45,8 @@ their task_distill.py and transformer/modeling.py:
     scores <= -100 set to 0: padded keys add zeros to the mean, padded query rows
     count fully, the mean runs over B*H*S*S; ours masks padded positions;
   - hidden-state loss: MSE over every position, padding included, through one
-    shared fit_dense for all layers (the paper: W_h per the text, shared in
-    their code; ours: --projection, per layer by default);
+    fit_dense shared by all layers (ours: task_distill.py --projection, per layer
+    by default, or shared);
   - layer map: attention of student layer m <- teacher layer m*k + k - 1, hidden
     state m <- teacher m*k (k = N/M, must divide): the paper's uniform g; for
     6 -> 3 layers the same 1,3,5 as ours;
