@@ -29,9 +29,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECIPES = {"mrpc": ("MRPC", None, 128, 3.0), "sst-2": ("SST-2", 8000, 64, 2.0)}
 
 
-def sliced_data_dir(glue_dir, task, work_dir):
-  """The task's GLUE folder, or a copy whose train.tsv keeps the header + first rows."""
-  folder, rows, _, _ = RECIPES[task]
+def sliced_data_dir(glue_dir, task, work_dir, rows=None):
+  """The task's GLUE folder, or a copy whose train.tsv keeps the header + first rows (the
+  recipe's, or `rows`)."""
+  folder, recipe_rows, _, _ = RECIPES[task]
+  rows = rows or recipe_rows
   source = os.path.join(glue_dir, folder)
   if rows is None:
     return source

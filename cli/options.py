@@ -10,7 +10,8 @@ the module that calls it, so that the script's `--help` lists them all;
 `from_flags(Options)` builds the options from the parsed flags. A script
 that chooses between options classes (task_distill.py: by task) defines
 their flags with `define_union_flags` and builds the chosen one with
-`from_flags`: a flag not given takes that class's default, and
+`from_flags`: a flag not given takes that class's default (its help says
+it), and
 `check_given_flags` refuses the flags of the others. A field
 declared with plain `dataclasses.field` or a bare default is no flag (e.g. a
 dict the library takes). `check_choices(options)` is the choice check for
@@ -71,32 +72,46 @@ def _flag_type(annotation):
   return annotation
 
 
-def define_flags(options_class, flag_values=flags.FLAGS, *, skip=()):
-  """Defines one flag per option field of `options_class` (see the module), but `skip`'s."""
+def define_flags(options_class, flag_values=flags.FLAGS, *, skip=(), notes=None):
+  """Defines one flag per option field of `options_class` (see the module), but `skip`'s;
+  `notes` ({name: text}) are added to those flags' help."""
   hints = typing.get_type_hints(options_class)
+  notes = notes or {}
   for field in option_fields(options_class):
     if field.name in skip:
       continue
     spec = field.metadata[_SPEC]
+    help_text = " ".join(filter(None, (spec.help, notes.get(field.name))))
     is_required = field.default is dataclasses.MISSING
     default = None if is_required else field.default
     kwargs = dict(flag_values=flag_values, required=is_required)
     if spec.short_name:
       kwargs["short_name"] = spec.short_name
     if spec.choices:
-      flags.DEFINE_enum(field.name, default, spec.choices, spec.help, **kwargs)
+      flags.DEFINE_enum(field.name, default, spec.choices, help_text, **kwargs)
     else:
-      _DEFINE[_flag_type(hints[field.name])](field.name, default, spec.help, **kwargs)
+      _DEFINE[_flag_type(hints[field.name])](field.name, default, help_text, **kwargs)
     for alias in spec.aliases:
       flags.DEFINE_alias(alias, field.name, flag_values=flag_values)
 
 
-def define_union_flags(options_classes, flag_values=flags.FLAGS):
+def define_union_flags(options_classes, flag_values=flags.FLAGS, *, when=None):
   """The flags of every class of `options_classes`; a field several declare is defined as the
-  first declares it (its help and default)."""
+  first declares it (its help and default), its help saying the other defaults: "Default
+  with <when[class]>: <default>." for each class of `when` ({class: condition, e.g.
+  "--task_name=squad"}) whose default differs."""
+  first, notes = {}, {}
+  for options_class in options_classes:
+    for f in option_fields(options_class):
+      if f.name not in first:
+        first[f.name] = f
+      elif options_class in (when or {}) and f.default != first[f.name].default:
+        notes.setdefault(f.name, []).append(
+            f"Default with {when[options_class]}: {f.default}.")
   defined = set()
   for options_class in options_classes:
-    define_flags(options_class, flag_values, skip=defined)
+    define_flags(options_class, flag_values, skip=defined,
+                 notes={name: " ".join(text) for name, text in notes.items()})
     defined.update(f.name for f in option_fields(options_class))
 
 

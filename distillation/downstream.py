@@ -23,8 +23,9 @@ null_odds.json, eval_results.txt) plus:
                   and TensorBoard events; the prediction stage starts from them.
   model.ckpt-*    the prediction stage's student (Google's names): the fine-tuning
                   script, extract_features.py and the exports read it.
-  distillation_summary.json  teacher and student side by side (classification, with
-                  --do_eval).
+  distillation_summary.json  teacher and student side by side: size, work, dev metrics
+                  and agreement (classification: with --do_eval; SQuAD: with --do_predict
+                  on a predict_file with answers, EM and F1).
 """
 
 import functools
@@ -48,12 +49,16 @@ from fileio import atomic_write_text
 import modeling
 from modeling import params
 from modeling.config import ConfigError
+from squad import records as squad_records
 from squad.run import SquadRun
 import tokenization
 from training import job as job_lib
+from training import task as task_lib
 
 STUDENT_INIT = "student_init"
 SUMMARY = "distillation_summary.json"
+# The SQuAD teacher check's training windows.
+CHECK_WINDOWS = 256
 
 
 class _DistilledStudent:
@@ -109,6 +114,25 @@ class _DistilledStudent:
     modeling.save_google_checkpoint(student, os.path.join(directory, "bert_model.ckpt"))
     logging.info("Wrote the student made of teacher layers %s to %s (the fine-tuning script "
                  "reads it as --init_checkpoint: the baseline)", self.teacher_layers, directory)
+
+  def write_side_by_side(self, teacher_results, student_results, agreement):
+    """output_dir/distillation_summary.json: the teacher's and the student's size, work and
+    dev metrics, and how often they agree (None: not written); speed is
+    bench/distillation.py's."""
+    o = self.options
+    summary = {}
+    for name, model, config, results in (
+        ("teacher", self.teacher_model(), self.teacher_config, teacher_results),
+        ("student", self.runner.trained_model(self.task), self.config, student_results)):
+      summary[name] = {
+          "parameters": params.count_model_parameters(model)["total"],
+          "forward_flops": params.forward_flops(config, o.max_seq_length),
+          "dev": {k: float(v) for k, v in results.items() if k != "global_step"}}
+    if agreement is not None:
+      summary["agreement"] = agreement
+    path = os.path.join(o.output_dir, SUMMARY)
+    atomic_write_text(path, json.dumps(summary, indent=2) + "\n")
+    logging.info("Distillation summary (%s):\n%s", path, json.dumps(summary, indent=2))
 
   def train(self):
     """Checks the teacher, then runs the stages; returns each stage's last logged scalars."""
@@ -200,35 +224,77 @@ class TaskDistillRun(_DistilledStudent, ClassifierRun):
     return results
 
   def write_summary(self, student_logits, student_results):
-    """output_dir/distillation_summary.json: size, work, dev metrics, agreement (speed:
-    bench/distillation.py)."""
-    o = self.options
+    """distillation_summary.json with the dev logits' agreement (not for regression)."""
     teacher_logits, _, teacher_results = self.teacher_dev()
-    summary = {}
-    for name, model, config, results in (
-        ("teacher", self.teacher_model(), self.teacher_config, teacher_results),
-        ("student", self.runner.trained_model(self.task), self.config, student_results)):
-      summary[name] = {
-          "parameters": params.count_model_parameters(model)["total"],
-          "forward_flops": params.forward_flops(config, o.max_seq_length),
-          "dev": {k: float(v) for k, v in results.items() if k != "global_step"}}
-    if not self.is_regression:
-      summary["agreement"] = float(np.mean(student_logits.argmax(-1) ==
-                                           teacher_logits.argmax(-1)))
-    path = os.path.join(o.output_dir, SUMMARY)
-    atomic_write_text(path, json.dumps(summary, indent=2) + "\n")
-    logging.info("Distillation summary (%s):\n%s", path, json.dumps(summary, indent=2))
+    agreement = (None if self.is_regression else
+                 float(np.mean(student_logits.argmax(-1) == teacher_logits.argmax(-1))))
+    self.write_side_by_side(teacher_results, student_results, agreement)
 
 
 class SquadDistillRun(_DistilledStudent, SquadRun):
   """One task_distill.py --task_name=squad invocation: run_squad's steps (predictions,
   official metrics, export) with a distilled student."""
 
+  def __init__(self, options):
+    self._teacher_model = self._teacher_task = None  # built when needed
+    super().__init__(options)
+
+  def teacher_model(self):
+    """The teacher SQuAD model with its fine-tuned weights (built once)."""
+    if self._teacher_model is None:
+      task = self.task
+      teacher = teacher_lib.SquadTeacherTask(self.teacher_config, task.max_seq_length,
+                                             task.record_files, seed=task.seed)
+      self._teacher_model = self.runner.build_model(teacher)
+      logging.info("Teacher: %s",
+                   teacher.load_weights(self._teacher_model, self.options.teacher_init_checkpoint))
+      self._teacher_task = teacher
+    return self._teacher_model
+
   def check_teacher(self):
-    """TeacherError when the teacher's checkpoint has no SQuAD span layer."""
-    logging.info("Teacher: %s", teacher_lib.load_teacher(
-        modeling.build_squad_model(self.teacher_config), self.options.teacher_init_checkpoint,
-        "bert_squad").summary())
+    """TeacherError when the teacher has no SQuAD span layer, or finds the answer's start and
+    end in those of the first CHECK_WINDOWS training windows that hold it (a sample:
+    train.tf_record's examples are shuffled) no more often than a constant position."""
+    o = self.options
+    model = self.teacher_model()
+    self.prepare_training(o.prediction_epochs if o.stage == PREDICTION else o.intermediate_epochs)
+    spec = squad_records.feature_spec(o.max_seq_length, is_training=True)
+    windows = (tf.data.TFRecordDataset(self.task.record_files[task_lib.TRAIN])
+               .take(CHECK_WINDOWS).batch(o.predict_batch_size)
+               .map(lambda r: tf.io.parse_example(r, spec)))
+    logits, positions = ([], []), ([], [])
+    for batch in windows:
+      outputs = model({k: tf.cast(batch[k], tf.int32) for k in modeling.INPUT_NAMES},
+                      training=False)
+      for i, end in enumerate(("start", "end")):
+        logits[i].append(outputs[f"{end}_logits"].numpy())
+        positions[i].append(batch[f"{end}_positions"].numpy())
+    checked = teacher_lib.check_spans_better_than_chance(
+        [np.concatenate(x) for x in logits], [np.concatenate(x) for x in positions],
+        o.teacher_init_checkpoint)
+    if checked is None:
+      logging.warning("None of the first %d training windows holds an answer: the teacher's "
+                      "answers are not checked", CHECK_WINDOWS)
+    else:
+      logging.info("Teacher on the training windows that hold the answer: start and end "
+                    "accuracy %.4f (a constant position, plus margin: %.4f)", *checked)
+
+  def predict(self):
+    """run_squad's predictions; with answers in predict_file, the teacher's on the same
+    windows and the side-by-side summary (agreement: the share of questions both answer
+    alike)."""
+    predictions, results = super().predict()
+    if results is not None and self.runner.is_chief:
+      dataset, examples, _ = self.predict_input
+      model = self.teacher_model()
+      teacher = self._answers(
+          examples, self.predict_features,
+          self.raw_results(self.predict_features, self._teacher_task, model),
+          self.null_score_diff_threshold)
+      agreement = float(np.mean([teacher.predictions[qid] == answer
+                                 for qid, answer in predictions.items()]))
+      self.write_side_by_side(self._evaluate(dataset, teacher), results, agreement)
+    return predictions, results
 
   def prediction_task(self):
     task = self.task

@@ -107,7 +107,8 @@ class TaskStageOptions(DistillOptions):
   temperature: float = option(1.0, "Temperature of the prediction stage's soft labels.")
   check_teacher: bool = option(
       True, "Check the teacher first: a classifier on dev must do better than a constant "
-      "answer (an un-fine-tuned teacher); a SQuAD teacher must have its span layer.")
+      "answer (an un-fine-tuned teacher); a SQuAD teacher must have its span layer and find "
+      "the answers in training windows more often than a constant position.")
   # The fine-tuning script's, no flags here: the student's come from the --student_* flags.
   bert_config_file: Optional[str] = None
   init_checkpoint: Optional[str] = None
@@ -156,13 +157,15 @@ def resolve_configs(o):
 
 SQUAD = "squad"
 # What task_distill.py chooses between: a classification task's options, with the processor's
-# flags, or SQuAD's. Flags both declare show the classification task's help and default.
+# flags, or SQuAD's. Flags both declare show the classification task's help and default, and
+# SQuAD's default where it differs.
 _TASK_DISTILL_FLAGS = (TaskDistillOptions, ProcessorFlags, SquadDistillOptions)
 
 
 def define_task_distill_flags():
   """task_distill.py's flags: every task's (`cli.options.define_union_flags`)."""
-  cli_options.define_union_flags(_TASK_DISTILL_FLAGS)
+  cli_options.define_union_flags(_TASK_DISTILL_FLAGS,
+                                 when={SquadDistillOptions: f"--task_name={SQUAD}"})
 
 
 def task_distill_options_from_flags():

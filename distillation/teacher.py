@@ -1,9 +1,11 @@
 """The teacher of task distillation: a model fine-tuned by run_classifier.py or run_squad.py.
 
 `load_teacher` refuses weights without the task's output layer, `TeacherTask`
-reads the teacher's dev logits with run_classifier's records, and
-`check_better_than_chance` refuses a teacher that does no better on dev than
-a constant answer (an un-fine-tuned teacher).
+and `SquadTeacherTask` read the teacher's logits with the fine-tuning
+script's records, and `check_better_than_chance` (dev accuracy) and
+`check_spans_better_than_chance` (answer positions in SQuAD training windows)
+refuse a teacher that does no better than a constant answer (an
+un-fine-tuned teacher).
 """
 
 import numpy as np
@@ -12,6 +14,7 @@ from classification.task import ClassifierTask
 from cli import UserError
 import modeling
 from modeling.checkpoints import names
+from squad.task import SquadTask
 
 # A teacher whose dev accuracy is within this of always answering the most frequent
 # label (or whose Pearson r is below it, for regression) is taken for un-fine-tuned.
@@ -48,6 +51,13 @@ class TeacherTask(ClassifierTask):
     return load_teacher(model, path).summary()
 
 
+class SquadTeacherTask(SquadTask):
+  """The teacher as a SQuAD model on the run's records: its start and end logits."""
+
+  def load_weights(self, model, path):
+    return load_teacher(model, path, "bert_squad").summary()
+
+
 def check_better_than_chance(results, labels, is_regression, checkpoint):
   """TeacherError when the teacher's dev `results` are no better than a constant answer.
 
@@ -58,8 +68,34 @@ def check_better_than_chance(results, labels, is_regression, checkpoint):
   else:
     score, what = results["eval_accuracy"], "accuracy"
     chance = np.bincount(labels.astype(np.int64)).max() / len(labels) + CHANCE_MARGIN
+  _check_score(score, chance, f"dev {what}", checkpoint, "run_classifier.py")
+
+
+def check_spans_better_than_chance(logits, positions, checkpoint):
+  """TeacherError when the teacher finds the answer's start and end in the SQuAD training
+  windows that hold it no more often than a constant position does; returns (its accuracy,
+  the constant's plus the margin), or None without such windows.
+
+  logits: (start, end) float [n, S]; positions: (start, end) int [n], the answer's (0, the
+  [CLS] token, where the window does not hold it: those windows are left out, as a teacher
+  that learned only to answer [CLS] would pass on them); checkpoint: for the message.
+  """
+  holds = positions[0] > 0
+  if not holds.any():
+    return None
+  logits = [l[holds] for l in logits]
+  positions = [p[holds] for p in positions]
+  score = np.mean([np.mean(l.argmax(-1) == p) for l, p in zip(logits, positions)])
+  chance = np.mean([np.bincount(p.astype(np.int64)).max() / len(p) for p in positions])
+  chance += CHANCE_MARGIN
+  _check_score(score, chance, f"start and end accuracy on the {len(positions[0])} training "
+               "windows that hold the answer", checkpoint, "run_squad.py")
+  return score, chance
+
+
+def _check_score(score, chance, what, checkpoint, script):
   if not score > chance:
     raise TeacherError(
-        f"the teacher {checkpoint} looks un-fine-tuned: dev {what} {score:.4f}, no better than "
-        f"{chance:.4f} (a constant answer). Fine-tune it with run_classifier.py first, or pass "
+        f"the teacher {checkpoint} looks un-fine-tuned: {what} {score:.4f}, no better than "
+        f"{chance:.4f} (a constant answer). Fine-tune it with {script} first, or pass "
         "--nocheck_teacher to distill it anyway")

@@ -53,7 +53,7 @@ def count_model_parameters(model):
   counts["pooler"] = size(v for n, v in named.items() if n.startswith("bert/pooler/"))
   counts["encoder"] = counts["embeddings"] + counts["encoder_layers"] + counts["pooler"]
   labels = {"cls_predictions": "masked_lm", "cls_seq_relationship": "next_sentence",
-            "classifier": "classifier"}
+            "classifier": "classifier", "cls_squad": "squad_span"}
   for head, variables in names_lib.head_variables(model).items():
     counts[labels[head]] = size(variables.values())
   unique = {id(v): v for v in model.weights}

@@ -108,6 +108,7 @@ class SquadRun(job_lib.FineTuningJob):
                            for mode, name in RECORD_FILES.items()},
                           seed=o.seed)
     self.predict_input = None
+    self.predict_features = None  # predict's windows of predict_file
     self._num_train_examples = self._num_train_features = None  # prepare_training's
 
   def export_module(self):
@@ -180,20 +181,8 @@ class SquadRun(job_lib.FineTuningJob):
     logging.info("***** Running predictions *****\n  Num orig examples = %d\n"
                  "  Num split examples = %d\n  Batch size = %d",
                  len(examples), len(features), o.predict_batch_size)
-    results = []
-    start_time = time.perf_counter()
-    for batch in self.runner.predict(self.task, task_lib.PREDICT, o.predict_batch_size):
-      for start, end in zip(batch["start_logits"], batch["end_logits"]):
-        feature = features[len(results)]
-        results.append(predictions_lib.RawResult(feature.unique_id, start.tolist(),
-                                                 end.tolist()))
-        if len(results) % 1000 == 0:
-          logging.info("Processing example: %d", len(results))
-    if len(results) != len(features):
-      raise RuntimeError(f"{len(results)} predictions for {len(features)} features")
-    seconds = time.perf_counter() - start_time
-    logging.info("Predicted %d split examples in %.1f s: examples_per_second = %.2f",
-                 len(results), seconds, len(results) / seconds)
+    self.predict_features = features
+    results = self.raw_results(features)
     if o.tune_null_threshold:
       self.null_score_diff_threshold = self._tuned_threshold(dataset, examples, features,
                                                              results)
@@ -209,6 +198,26 @@ class SquadRun(job_lib.FineTuningJob):
     if evaluation_results is not None:
       evaluation_results = self.runner.write_eval_results(evaluation_results)
     return outputs.predictions, evaluation_results
+
+  def raw_results(self, features, task=None, model=None):
+    """The RawResults (start and end logits) of the predict windows `features` (written to
+    the PREDICT records), from `task` and `model` (default: the run's, trained)."""
+    results = []
+    start_time = time.perf_counter()
+    for batch in self.runner.predict(task or self.task, task_lib.PREDICT,
+                                     self.options.predict_batch_size, model):
+      for start, end in zip(batch["start_logits"], batch["end_logits"]):
+        feature = features[len(results)]
+        results.append(predictions_lib.RawResult(feature.unique_id, start.tolist(),
+                                                 end.tolist()))
+        if len(results) % 1000 == 0:
+          logging.info("Processing example: %d", len(results))
+    if len(results) != len(features):
+      raise RuntimeError(f"{len(results)} predictions for {len(features)} features")
+    seconds = time.perf_counter() - start_time
+    logging.info("Predicted %d split examples in %.1f s: examples_per_second = %.2f",
+                 len(results), seconds, len(results) / seconds)
+    return results
 
   def _answers(self, examples, features, results, null_score_diff_threshold):
     o = self.options

@@ -225,3 +225,29 @@ def test_check_choices_names_the_flag():
   options.check_choices(_Demo(name="x", kind="b"))
   with pytest.raises(cli.FlagError, match="--kind must be one of a, b, got 'c'"):
     options.check_choices(_Demo(name="x", kind="c"))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Other:
+  count: int = option(7, "Another integer.")
+  rate: Optional[float] = option(None, "Another float.")
+  size: int = option(2, "A size.")
+
+
+def test_union_flags_take_the_first_declaration_and_say_the_other_defaults():
+  flag_values = flags.FlagValues()
+  options.define_union_flags((_Demo, _Other), flag_values, when={_Other: "--other"})
+  assert flag_values["count"].help == "An integer. Default with --other: 7."
+  assert (flag_values["count"].default, flag_values["rate"].help) == (3, "A float or nothing.")
+  assert flag_values["size"].help == "A size."
+  flag_values(["prog", "--name=x"])
+  assert options.from_flags(_Other, flag_values) == _Other()
+
+
+@pytest.mark.multiprocess
+def test_task_distill_help_says_the_squad_default_of_max_seq_length(helps):
+  listed = parse_help(helps["task_distill.py"]["help"])
+  assert listed["max_seq_length"] == shown(128)
+  text = " ".join(helps["task_distill.py"]["help"].split())  # absl wraps the help
+  assert re.search(r"--max_seq_length: [^-]*\. Default with --task_name=squad: 384\. "
+                   r"\(default: '128'\)", text), text

