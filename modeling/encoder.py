@@ -49,8 +49,8 @@ def build_encoder(config, seq_length=None, outputs=SEQUENCE, dtype=None, name="b
       "pooled": `pooled_output` alone, all a sentence classifier reads. The
         layers run on the tokens only (input_mask 1, and each row's first
         position), packed once after the embeddings (`modeling.layers.packing`),
-        and the last layer at the first tokens only. XLA compiles it too: the
-        packed size is a dynamic dimension bounded by batch * seq.
+        and the last layer at the first tokens only (under XLA, every position:
+        see `PackTokens`).
     dtype: a Keras dtype policy or its name (e.g. "mixed_bfloat16"); None uses
       the global policy. LayerNorm and softmax always compute in float32.
     name: the model's name.

@@ -190,3 +190,20 @@ def test_packing_keeps_tokens_first_positions_and_rows_without_tokens():
   empty = tf.zeros([0, 7, 6])
   rows, indices, first = layer((empty, tf.zeros([0, 7], tf.int32)), training=True)
   assert rows.shape == (1, 0, 6) and indices.shape == (0,) and first.shape == (0, 1)
+
+
+def test_under_xla_every_position_is_packed_with_a_static_size():
+  """A size computed from the mask would make XLA compile the step again for every batch."""
+  layer = PackTokens()
+  x = tf.constant(np.random.default_rng(0).normal(size=(5, 4, 6)), tf.float32)
+
+  @tf.function(jit_compile=True)
+  def packed(mask):
+    rows, indices, first = layer((x, mask), training=True)
+    assert rows.shape == (1, 20, 6) and indices.shape == (20,)  # static when traced
+    return rows, first
+
+  for mask in ([[1, 1, 0, 0]] * 5, [[1, 0, 0, 0]] * 5):
+    rows, first = packed(tf.constant(mask))
+    np.testing.assert_array_equal(rows[0], x.numpy().reshape(20, 6))
+    np.testing.assert_array_equal(first[:, 0], [0, 4, 8, 12, 16])

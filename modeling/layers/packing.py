@@ -13,6 +13,7 @@ are (Keras' LayerNormalization fixes its axis by rank when built).
 
 import tensorflow as tf
 import tf_keras as keras
+from tf_keras.src.utils import control_flow_util
 
 # In training, T is rounded up to a multiple of this with padding positions:
 # the compiled GELU and dropout kernels compile once per shape (~0.4 s on a
@@ -78,11 +79,16 @@ class PackTokens(keras.layers.Layer):
   of the `packed_positions`, their indices [T] (`token_indices`) and the packed
   rows of the rows' first positions [B, 1]. When training is known to be on
   (a Python bool: the compiled kernels' case, see `TransformerLayer`), T is
-  rounded up to TRAINING_MULTIPLE.
+  rounded up to TRAINING_MULTIPLE. Inside an XLA-compiled function every
+  position is packed (T = B * S, static): XLA takes a size computed from the
+  mask as a constant and would compile the function again for every batch.
   """
 
   def call(self, inputs, training=None):
     x, input_mask = inputs
+    if control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
+      indices = tf.range(tf.size(input_mask))  # [B*S]
+      return pack(x, indices), indices, first_rows(indices, input_mask)
     if training is None:
       training = keras.backend.learning_phase()
     multiple = TRAINING_MULTIPLE if tf.get_static_value(training) else 1
