@@ -13,6 +13,7 @@ then cut to the batch's longest row. The vocabulary and label_list.json are
 assets. Loading needs only `tensorflow` and `tensorflow_text` (for the WordPiece op).
 """
 
+import functools
 import os
 
 import tensorflow as tf
@@ -45,7 +46,10 @@ class ClassifierModule(tf.Module):
     """tokenizer: what the text signatures tokenize and pack with (`tokenize`, `pack` as
     `InGraphTokenizer`'s); default `InGraphTokenizer(vocab_file, do_lower_case)`."""
     super().__init__(name="bert_classifier")
-    self.model = model
+    # The model's variables are saved, not the Keras model: saving a Keras model traces and
+    # writes every layer's call functions, most of an export's time, which serving never reads.
+    self.model_variables = list(model.variables)
+    self._model = functools.partial(model, training=False)  # a partial: not tracked
     self.tokenizer = tokenizer or InGraphTokenizer(vocab_file, do_lower_case)
     self.vocab_file = tf.saved_model.Asset(vocab_file)
     self.label_list_file = tf.saved_model.Asset(label_list_file)
@@ -59,7 +63,7 @@ class ClassifierModule(tf.Module):
     self.serve_text_pair = tf.function(self._serve_text_pair, input_signature=[text, text])
 
   def _logits(self, features):
-    return tf.cast(self.model(features, training=False), tf.float32)  # [batch, num_labels]
+    return tf.cast(self._model(features), tf.float32)  # [batch, num_labels]
 
   def _outputs(self, features):
     return self._predictions(self._logits(features))

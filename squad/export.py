@@ -49,6 +49,7 @@ directory as ours for `check_export_dir`.
 """
 
 import collections
+import functools
 import json
 import os
 
@@ -74,7 +75,9 @@ class QaModule(tf.Module):
 
   def __init__(self, model, vocab_file, settings_file, settings):
     super().__init__(name="bert_squad")
-    self.model = model
+    # Its variables, not the Keras model (as `classification.export.ClassifierModule`).
+    self.model_variables = list(model.variables)
+    self._model = functools.partial(model, training=False)  # a partial: not tracked
     self.tokenizer = InGraphTokenizer(vocab_file, settings["do_lower_case"])
     self.vocab_file = tf.saved_model.Asset(vocab_file)
     self.settings_file = tf.saved_model.Asset(settings_file)
@@ -87,7 +90,7 @@ class QaModule(tf.Module):
     self.serve_qa = tf.function(self._serve_qa, input_signature=[text, text], autograph=False)
 
   def _logits(self, features):
-    outputs = self.model(features, training=False)
+    outputs = self._model(features)
     return {k: tf.cast(outputs[k], tf.float32) for k in ("start_logits", "end_logits")}
 
   def _serve_ids(self, input_ids, input_mask, segment_ids):
