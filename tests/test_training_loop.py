@@ -312,6 +312,24 @@ def test_predict_yields_outputs_in_dataset_order(one_device):
                              rtol=1e-5, atol=1e-6)
 
 
+def test_evaluation_and_prediction_trace_the_model_once(one_device, monkeypatch):
+  """A last partial batch (and, in the fine-tuning tasks, batches trimmed to their longest
+  row) is no new trace of the model: the step's signature is the dataset's."""
+  traces = []
+  model_inputs = loop.model_inputs
+  monkeypatch.setattr(loop, 'model_inputs',
+                      lambda model, f: traces.append(f) or model_inputs(model, f))
+  model = toy_model_fn()
+
+  def dataset_fn(context):
+    del context
+    return tf.data.Dataset.range(50).map(toy_example).batch(16)  # the last batch has 2
+
+  assert len(list(evaluation.predict(one_device, model, dataset_fn))) == 4
+  evaluation.evaluate(one_device, model, toy_loss_fn, dataset_fn, toy_metrics_fn)
+  assert len(traces) == 2
+
+
 def test_metric_updates_name_defined_metrics():
   metrics = {'acc': tf_keras.metrics.Accuracy(), 'mean': tf_keras.metrics.Mean()}
   loop.update_metrics(metrics, {

@@ -29,11 +29,12 @@ def evaluate(strategy, model, loss_fn, dataset_fn, metrics_fn=None,
     loop.update_metrics(metrics, updates)
     metrics['loss'].update_state(loss)
 
-  @tf.function
+  dataset = strategy.distribute_datasets_from_function(dataset_fn)
+
+  @tf.function(input_signature=[dataset.element_spec])
   def step(features):
     strategy.run(replica_step, args=(features,))
 
-  dataset = strategy.distribute_datasets_from_function(dataset_fn)
   for num_batches, features in enumerate(dataset):
     if max_eval_steps is not None and num_batches >= max_eval_steps:
       break
@@ -49,13 +50,15 @@ def predict(strategy, model, dataset_fn):
   (replica i of a step holds the step's i-th batch); a worker of a multi-worker
   strategy yields the outputs of its own shard.
   """
-  @tf.function
+  dataset = strategy.distribute_datasets_from_function(dataset_fn)
+
+  @tf.function(input_signature=[dataset.element_spec])
   def step(features):
     return strategy.run(
         lambda f: model(loop.model_inputs(model, f), training=False),
         args=(features,))
 
-  for features in strategy.distribute_datasets_from_function(dataset_fn):
+  for features in dataset:
     for outputs in strategy.experimental_local_results(step(features)):
       yield tf.nest.map_structure(lambda t: t.numpy(), outputs)
 
