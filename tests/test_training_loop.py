@@ -314,7 +314,9 @@ def test_predict_yields_outputs_in_dataset_order(one_device):
 
 def test_evaluation_and_prediction_trace_the_model_once(one_device, monkeypatch):
   """A last partial batch (and, in the fine-tuning tasks, batches trimmed to their longest
-  row) is no new trace of the model: the step's signature is the dataset's."""
+  row) is no new trace of the model: the step's signature is the dataset's; and a model
+  predicts a second dataset of the same features (a run's dev and test sets) with the same
+  trace."""
   traces = []
   model_inputs = loop.model_inputs
   monkeypatch.setattr(loop, 'model_inputs',
@@ -328,6 +330,11 @@ def test_evaluation_and_prediction_trace_the_model_once(one_device, monkeypatch)
   assert len(list(evaluation.predict(one_device, model, dataset_fn))) == 4
   evaluation.evaluate(one_device, model, toy_loss_fn, dataset_fn, toy_metrics_fn)
   assert len(traces) == 2
+  again = list(evaluation.predict(one_device, model, dataset_fn))
+  assert len(traces) == 2 and len(again) == 4
+  other = toy_model_fn()
+  assert len(list(evaluation.predict(one_device, other, dataset_fn))) == 4
+  assert len(traces) == 3  # another model: its own step
 
 
 def test_metric_updates_name_defined_metrics():

@@ -1,6 +1,7 @@
 """Evaluation and prediction under a strategy, and Google's eval_results.txt format."""
 
 import os
+import weakref
 
 from absl import logging
 import numpy as np
@@ -51,16 +52,32 @@ def predict(strategy, model, dataset_fn):
   strategy yields the outputs of its own shard.
   """
   dataset = strategy.distribute_datasets_from_function(dataset_fn)
-
-  @tf.function(input_signature=[dataset.element_spec])
-  def step(features):
-    return strategy.run(
-        lambda f: model(loop.model_inputs(model, f), training=False),
-        args=(features,))
-
+  step = _predict_step(strategy, model, dataset.element_spec)
   for features in dataset:
     for outputs in strategy.experimental_local_results(step(features)):
       yield tf.nest.map_structure(lambda t: t.numpy(), outputs)
+
+
+# {model: {(strategy, element_spec's repr): its traced prediction step}}; an entry goes with
+# its model (the steps hold the model by weak reference).
+_PREDICT_STEPS = weakref.WeakKeyDictionary()
+
+
+def _predict_step(strategy, model, element_spec):
+  """The model's prediction step for batches of `element_spec` under `strategy`, traced once
+  per model: the dev set and the test set of a run (the same features) share it."""
+  steps = _PREDICT_STEPS.setdefault(model, {})
+  key = (strategy, repr(element_spec))
+  if key not in steps:
+    model_ref = weakref.ref(model)
+
+    def replica_step(features):
+      model = model_ref()
+      return model(loop.model_inputs(model, features), training=False)
+
+    steps[key] = tf.function(lambda features: strategy.run(replica_step, args=(features,)),
+                             input_signature=[element_spec])
+  return steps[key]
 
 
 def format_results(results):
