@@ -24,6 +24,7 @@ Apache Beam.
 """
 
 import collections
+import concurrent.futures
 import ctypes
 import dataclasses
 import glob
@@ -40,7 +41,7 @@ from typing import Optional
 
 import numpy as np
 
-from cli import FlagError
+from cli import FlagError, UserError
 from cli.options import option, required
 import tokenization
 from fileio import (InputError, OutputError, check_outputs, file_size, filesystem,
@@ -277,18 +278,32 @@ def _records_task(task):
   return _WORKER.make_records(_mapped_chunk(chunk_dir), *rest)
 
 
-def _wait(result):
-  """`result.get()`, checking for a stop request while it waits."""
+class WorkerLost(UserError):
+  """A worker process died in the middle of the run (killed from outside, out of memory)."""
+
+
+def _wait(future):
+  """`future.result()`, checking for a stop request while it waits."""
   while True:
     _check_stop()
     try:
-      return result.get(timeout=0.1)
-    except multiprocessing.TimeoutError:
+      return future.result(timeout=0.1)
+    except concurrent.futures.TimeoutError:
       pass
+    except concurrent.futures.process.BrokenProcessPool:
+      raise WorkerLost(
+          "a worker process died (killed, or out of memory?); no output file was written. "
+          "Run again; with less memory, lower --num_workers or --chunk_mb") from None
 
 
 class _Runner:
-  """Runs tasks in order, in-process (1 worker) or on a pool with bounded prefetch."""
+  """Runs tasks in order, in-process (1 worker) or on worker processes with bounded prefetch.
+
+  The workers are a `ProcessPoolExecutor`: its one thread that collects results reads each
+  whole (a chunk's ids, a part's records: megabytes), where `multiprocessing.Pool` would have
+  a second thread spin on the result pipe for as long as such a result is in it. A worker
+  that dies (killed, out of memory) fails the run instead of leaving it waiting.
+  """
 
   def __init__(self, config, worker):
     global _WORKER
@@ -297,7 +312,8 @@ class _Runner:
     if self.workers == 1:
       self._pool = None
     else:
-      self._pool = multiprocessing.get_context().Pool(self.workers, _init_worker, (config,))
+      self._pool = concurrent.futures.ProcessPoolExecutor(
+          self.workers, multiprocessing.get_context(), _init_worker, (config,))
 
   def imap(self, fn, tasks):
     """Yields fn(task) in task order, with at most 2 * workers tasks in flight."""
@@ -308,7 +324,7 @@ class _Runner:
       return
     pending = collections.deque()
     for task in tasks:
-      pending.append(self._pool.apply_async(fn, (task,)))
+      pending.append(self._pool.submit(fn, task))
       if len(pending) >= 2 * self.workers:
         yield _wait(pending.popleft())
     while pending:
@@ -317,12 +333,11 @@ class _Runner:
   def close(self):
     """Lets the tasks in flight (at most 2 * workers) finish, then stops the workers.
 
-    Also on errors and Ctrl-C: `Pool.terminate()` can deadlock when it cuts off the
-    hand-off of a task larger than a pipe buffer (a tokenize task is ~1 MB of text).
+    Also on errors and Ctrl-C: stopping workers in the middle of a task's hand-off could
+    leave the pipe between them and this process half-written.
     """
     if self._pool is not None:
-      self._pool.close()
-      self._pool.join()
+      self._pool.shutdown(wait=True)
 
 
 def _parts(chunk, order, part_tokens):
@@ -492,7 +507,7 @@ def run(config, progress_stream=sys.stderr):
         chunk = None  # the workers map the saved copy: not held twice while records are made
         tasks = ((chunk_dir, chunk_index, dupe, p, doc_indices)
                  for dupe in range(config.dupe_factor) for p, doc_indices in enumerate(parts))
-        held = []
+        held = writer.Records()
         for n_done, (records, task_stats) in enumerate(runner.imap(_records_task, tasks), 1):
           held.extend(records)
           stats.update(task_stats)
@@ -500,15 +515,15 @@ def run(config, progress_stream=sys.stderr):
           if n_done % len(parts) == 0:  # all parts of one dupe are in: shuffle and write
             dupe = n_done // len(parts) - 1
             if config.num_output_shards is None:
-              out.extend([held[i] for i in
-                          _rng(config, chunk_index, dupe, _SHUFFLE).permutation(len(held)).tolist()])
+              out.extend(held.select(
+                  _rng(config, chunk_index, dupe, _SHUFFLE).permutation(len(held))))
             else:
               # (shard_records: not `records`, which would keep a shard's list past the chunk)
               for shard, shard_records in enumerate(shards.split(
                   held, shard_rng(config, chunk_index, dupe), config.num_output_shards)):
                 out.write_to(shard, shard_records)
               shard_records = None
-            held = []
+            held = writer.Records()
             done_bytes += chunk_bytes / config.dupe_factor
           progress.update(done_bytes, read_stats.documents, out.count)
         shutil.rmtree(chunk_dir)

@@ -3,8 +3,11 @@
 Encoding by hand (no TensorFlow import, no proto objects) is what lets workers
 start in milliseconds and serialise an instance in microseconds. The bytes are
 a valid `tf.train.Example`: features in Google's order, int64/float values packed.
+A batch of records travels as one byte string and its offsets (`Records`): a
+worker process hands it back in one piece, not as a Python object per record.
 """
 
+import collections.abc
 import struct
 
 import numpy as np
@@ -74,6 +77,65 @@ class _Headers(dict):
     return head
 
 
+class Records(collections.abc.Sequence):
+  """Framed records held end to end in a few byte strings (one per batch), with their ends.
+
+  Indexing gives a record's bytes; `select` gives records in any order as memoryviews of
+  the batches (no copy), which is how they are shuffled into the output files.
+  """
+
+  def __init__(self, batches=()):
+    self._data = []  # [bytes] one per batch
+    self._ends = []  # [int64 [n_b]] record ends within each batch
+    for data, ends in batches:
+      self._data.append(data)
+      self._ends.append(np.asarray(ends, np.int64))
+    self._count = sum(map(len, self._ends))
+
+  @classmethod
+  def from_list(cls, records):
+    """One batch holding `records` (bytes) in order."""
+    return cls([(b"".join(records), np.cumsum(np.fromiter(map(len, records), np.int64,
+                                                          len(records))))])
+
+  def extend(self, other):
+    """Appends the batches of `other` (a Records; not copied)."""
+    self._data.extend(other._data)  # pylint: disable=protected-access
+    self._ends.extend(other._ends)  # pylint: disable=protected-access
+    self._count += len(other)
+
+  def __len__(self):
+    return self._count
+
+  def __getitem__(self, i):
+    i = range(self._count)[i]  # negative indices count from the end; IndexError past it
+    b = 0
+    while i >= len(self._ends[b]):
+      i -= len(self._ends[b])
+      b += 1
+    ends = self._ends[b]
+    return self._data[b][int(ends[i - 1]) if i else 0:int(ends[i])]
+
+  def __reduce__(self):
+    return Records, (list(zip(self._data, self._ends)),)
+
+  def select(self, order):
+    """The records numbered `order` (over all batches, end to end), in that order:
+    a list of memoryviews into the batches."""
+    order = np.asarray(order, np.int64)
+    if not self._ends:
+      return []
+    ends = np.concatenate(self._ends)  # [n] within its batch
+    firsts = np.cumsum([0] + [len(e) for e in self._ends])  # [n_batches + 1]
+    batch = np.repeat(np.arange(len(self._ends)), np.diff(firsts))  # [n]
+    starts = ends.copy()
+    starts[1:] = ends[:-1]
+    starts[firsts[:-1][np.diff(firsts) > 0]] = 0  # first record of each batch starts at 0
+    views = [memoryview(d) for d in self._data]
+    return [views[b][s:e] for b, s, e in zip(
+        batch[order].tolist(), starts[order].tolist(), ends[order].tolist())]
+
+
 class ExampleEncoder:
   """Serialises pre-training instances as `tf.train.Example` bytes (Google's feature order)."""
 
@@ -88,7 +150,7 @@ class ExampleEncoder:
     self._labels = [self._head["next_sentence_labels"][1] + bytes([v]) for v in (0, 1)]
 
   def encode_batch(self, input_ids, lengths, a_lengths, is_random_next, masked=None):
-    """Instances -> list of framed TFRecords.
+    """Instances -> their framed TFRecords, as `Records`.
 
     input_ids [n, L] (masked ones when `masked`, the `masking.MaskedInputs`,
     is given); per-instance lengths, segment-A lengths and labels. Without
@@ -119,7 +181,7 @@ class ExampleEncoder:
           predictions[i],
           self._labels[random_next]))
       records.append(frame_record(_field(_TAG1, body)))
-    return records
+    return Records.from_list(records)
 
 
 _WRITE_BATCH = 1024  # records per write() of `write_to`
