@@ -9,7 +9,7 @@ or timing.
 
 Memory: the parent holds one chunk's raw text while reading, the chunk's token
 ids (memory-mapped by the workers from a temporary file), the records of one
-(chunk, dupe) being shuffled and at most 2 * num_workers task results in
+(chunk, dupe) being shuffled and at most 4 * num_workers task results in
 flight. None of this grows with the corpus; it grows with `chunk_mb`.
 
 Shuffling: Google shuffles all documents, then all instances of the corpus.
@@ -51,6 +51,10 @@ from pretraining_data import documents, instances, masking, shards, writer
 # Target sizes of one task; fixed so that results do not depend on num_workers.
 _TOKENIZE_SLICE_BYTES = 1 << 20
 _PART_TOKENS = 1 << 16
+
+# Tasks in flight per worker: enough queued work for the workers to go on with while this
+# process shuffles and writes the records of a (chunk, dupe).
+_IN_FLIGHT = 4
 
 # Purposes of derived random generators.
 _DOC_ORDER, _PART, _SHUFFLE = 0, 1, 2
@@ -316,7 +320,7 @@ class _Runner:
           self.workers, multiprocessing.get_context(), _init_worker, (config,))
 
   def imap(self, fn, tasks):
-    """Yields fn(task) in task order, with at most 2 * workers tasks in flight."""
+    """Yields fn(task) in task order, with at most `_IN_FLIGHT` * workers tasks in flight."""
     if self._pool is None:
       for task in tasks:
         _check_stop()
@@ -325,13 +329,13 @@ class _Runner:
     pending = collections.deque()
     for task in tasks:
       pending.append(self._pool.submit(fn, task))
-      if len(pending) >= 2 * self.workers:
+      if len(pending) >= _IN_FLIGHT * self.workers:
         yield _wait(pending.popleft())
     while pending:
       yield _wait(pending.popleft())
 
   def close(self):
-    """Lets the tasks in flight (at most 2 * workers) finish, then stops the workers.
+    """Lets the tasks in flight finish, then stops the workers.
 
     Also on errors and Ctrl-C: stopping workers in the middle of a task's hand-off could
     leave the pipe between them and this process half-written.

@@ -12,7 +12,8 @@ import struct
 
 import numpy as np
 
-from fileio import AtomicFile, OutputError, check_outputs, frame_record
+from fileio import AtomicFile, OutputError, check_outputs
+from fileio.tfrecord import frame_parts
 from fileio.atomic import name_output
 from pretraining_data import features
 
@@ -136,6 +137,18 @@ class Records(collections.abc.Sequence):
         batch[order].tolist(), starts[order].tolist(), ends[order].tolist())]
 
 
+class _Prefixes(dict):
+  """Bytes made by `make(key)`, made once per key."""
+
+  def __init__(self, make):
+    super().__init__()
+    self._make = make
+
+  def __missing__(self, key):
+    self[key] = value = self._make(key)
+    return value
+
+
 class ExampleEncoder:
   """Serialises pre-training instances as `tf.train.Example` bytes (Google's feature order)."""
 
@@ -148,6 +161,14 @@ class ExampleEncoder:
     self._segment_head = self._head["segment_ids"][seq]
     self._weights_head = self._head["masked_lm_weights"][4 * pred]
     self._labels = [self._head["next_sentence_labels"][1] + bytes([v]) for v in (0, 1)]
+    # The Example's tag and length; input_mask, segment_ids and masked_lm_weights with their
+    # headers, by lengths.
+    self._example_head = _Prefixes(lambda n: _TAG1 + _varint(n))
+    self._weights = _Prefixes(
+        lambda n: self._weights_head + _ONE_F32 * n + _ZERO_F32 * (pred - n))
+    self._masks = _Prefixes(lambda n: self._mask_head + b"\x01" * n + b"\x00" * (seq - n))
+    self._segments = _Prefixes(lambda key: self._segment_head + b"\x00" * (key[1] + 2)
+                               + b"\x01" * (key[0] - key[1] - 2) + b"\x00" * (seq - key[0]))
 
   def encode_batch(self, input_ids, lengths, a_lengths, is_random_next, masked=None):
     """Instances -> their framed TFRecords, as `Records`.
@@ -168,20 +189,22 @@ class ExampleEncoder:
       predictions = [b"".join((
           h_pos[pos_off[i + 1] - pos_off[i]], pos[pos_off[i]:pos_off[i + 1]],
           h_lbl[lbl_off[i + 1] - lbl_off[i]], lbl[lbl_off[i]:lbl_off[i + 1]],
-          self._weights_head, _ONE_F32 * n_pred, _ZERO_F32 * (pred - n_pred)))
+          self._weights[n_pred]))
           for i, n_pred in enumerate(masked.num_predictions.tolist())]
-    records = []
+    pieces, ends = [], []
+    end = 0
     rows = zip(lengths.tolist(), a_lengths.tolist(), np.asarray(is_random_next).tolist())
     for i, (n, a_len, random_next) in enumerate(rows):
       body = b"".join((
           h_ids[ids_off[i + 1] - ids_off[i]], ids[ids_off[i]:ids_off[i + 1]],
-          self._mask_head, b"\x01" * n, b"\x00" * (seq - n),
-          self._segment_head, b"\x00" * (a_len + 2), b"\x01" * (n - a_len - 2),
-          b"\x00" * (seq - n),
+          self._masks[n], self._segments[n, a_len],
           predictions[i],
           self._labels[random_next]))
-      records.append(frame_record(_field(_TAG1, body)))
-    return Records.from_list(records)
+      record = frame_parts((self._example_head[len(body)], body))
+      pieces.extend(record)
+      end += sum(map(len, record))
+      ends.append(end)
+    return Records([(b"".join(pieces), ends)])
 
 
 _WRITE_BATCH = 1024  # records per write() of `write_to`
