@@ -235,12 +235,12 @@ def _check_stop():
 
 
 def _init_worker(config):
-  """Pool initializer: workers ignore SIGINT and SIGTERM; the parent handles both.
+  """Worker initializer: workers ignore SIGINT and SIGTERM; the parent handles both.
 
   A signal sent to the whole process group (Ctrl-C in a terminal, `kill -- -PGID`,
-  systemd) must not kill a worker: the pool would replace it, its task would never
-  finish and the parent would wait for it forever. The parent stops at its next safe
-  point and lets the tasks in flight finish (`_Runner.close`).
+  systemd) must not kill a worker: the run would end as one whose worker died
+  (`WorkerLost`) instead of as interrupted. The parent stops at its next safe point and
+  lets the tasks in flight finish (`_Runner.close`).
   Forked workers inherit the parent's ready `_WORKER`; spawned ones build their own.
   """
   global _WORKER
