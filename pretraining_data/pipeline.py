@@ -457,18 +457,24 @@ def _glibc():
 
 
 _LIBC = _glibc()
-_M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (malloc.h)
 # Allocations from this size on (a chunk's arrays) get mappings of their own, unmapped when
-# freed; smaller ones (a part's arrays) reuse the heap.
+# freed; smaller ones (a part's arrays and records) reuse the heap.
 _MMAP_THRESHOLD = 4 << 20
+# Free memory at the top of the heap that glibc keeps instead of returning it at once: a
+# part's arrays and records come and go there, and returning their pages after each part
+# costs a page fault per page for the next. `_drop_chunk` returns it all between chunks.
+_TRIM_THRESHOLD = 32 << 20
 
 
 def _fix_mmap_threshold():
   """Keeps glibc from raising its mmap threshold once the first chunk's arrays are freed (its
   default): later chunks' arrays would then come from the heap and fragment it, and the peak
-  would grow with the number of chunks. Forked workers inherit the setting."""
+  would grow with the number of chunks. Sets the trim threshold (which that raise would also
+  have moved). Forked workers inherit the settings."""
   if _LIBC is not None:
     _LIBC.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+    _LIBC.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
 
 
 def run(config, progress_stream=sys.stderr):
