@@ -464,7 +464,7 @@ _MMAP_THRESHOLD = 4 << 20
 # Free memory at the top of the heap that glibc keeps instead of returning it at once: a
 # part's arrays and records come and go there, and returning their pages after each part
 # costs a page fault per page for the next. `_drop_chunk` returns it all between chunks.
-_TRIM_THRESHOLD = 32 << 20
+_TRIM_THRESHOLD = 8 << 20
 
 
 def _fix_mmap_threshold():
