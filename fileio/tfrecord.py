@@ -14,16 +14,42 @@ from fileio.filesystem import file_size, open_file
 from fileio.patterns import InputError
 
 
-def _masked_crc(data):
-  crc = google_crc32c.value(data)
+def _mask(crc):
   return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _masked_crc(data):
+  return _mask(google_crc32c.value(data))
+
+
+class _Headers(dict):
+  """The 12 bytes (length, masked CRC32C of the length) before a record, keyed by its length."""
+
+  def __missing__(self, length):
+    header = struct.pack("<Q", length)
+    self[length] = value = header + struct.pack("<I", _masked_crc(header))
+    return value
+
+
+_HEADERS = _Headers()
+_FOOTER = struct.Struct("<I")
+
+
+def frame_parts(parts):
+  """`frame_record(b"".join(parts))` as pieces: (header, *parts, footer); a caller that joins
+  many records at once does not copy each record's data an extra time."""
+  crc, size = 0, 0
+  for part in parts:
+    crc = google_crc32c.extend(crc, part)
+    size += len(part)
+  if len(_HEADERS) > 1 << 16:  # a cache of the lengths seen, bounded
+    _HEADERS.clear()
+  return (_HEADERS[size], *parts, _FOOTER.pack(_mask(crc)))
 
 
 def frame_record(data):
   """The bytes of one TFRecord holding `data`."""
-  header = struct.pack("<Q", len(data))
-  return b"".join((header, struct.pack("<I", _masked_crc(header)), data,
-                   struct.pack("<I", _masked_crc(data))))
+  return b"".join(frame_parts((data,)))
 
 
 def count_records(path):

@@ -31,7 +31,7 @@ import time
 
 from cli import FlagError, UserError
 from fileio.atomic import remove_stale_temporaries, temporary_path
-from pretraining_data import documents, instances, pipeline, shards
+from pretraining_data import documents, instances, pipeline, shards, writer
 
 REQUIREMENTS = "requirements-beam.txt"
 _NAMESPACE = "create_pretraining_data"
@@ -144,7 +144,7 @@ def _chunk_records(element, config, vocab, pieces_dir):
   parts = pipeline.plan_parts(config, chunk_index, chunk)
   stats = collections.Counter()
   for dupe in range(config.dupe_factor):
-    held = []
+    held = writer.Records()
     for part, doc_indices in enumerate(parts):
       records, part_stats = builder.make_records(chunk, chunk_index, dupe, part, doc_indices)
       held.extend(records)

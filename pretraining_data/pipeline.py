@@ -9,7 +9,7 @@ or timing.
 
 Memory: the parent holds one chunk's raw text while reading, the chunk's token
 ids (memory-mapped by the workers from a temporary file), the records of one
-(chunk, dupe) being shuffled and at most 2 * num_workers task results in
+(chunk, dupe) being shuffled and at most 4 * num_workers task results in
 flight. None of this grows with the corpus; it grows with `chunk_mb`.
 
 Shuffling: Google shuffles all documents, then all instances of the corpus.
@@ -24,6 +24,7 @@ Apache Beam.
 """
 
 import collections
+import concurrent.futures
 import ctypes
 import dataclasses
 import glob
@@ -40,7 +41,7 @@ from typing import Optional
 
 import numpy as np
 
-from cli import FlagError
+from cli import FlagError, UserError
 from cli.options import option, required
 import tokenization
 from fileio import (InputError, OutputError, check_outputs, file_size, filesystem,
@@ -50,6 +51,10 @@ from pretraining_data import documents, instances, masking, shards, writer
 # Target sizes of one task; fixed so that results do not depend on num_workers.
 _TOKENIZE_SLICE_BYTES = 1 << 20
 _PART_TOKENS = 1 << 16
+
+# Tasks in flight per worker: enough queued work for the workers to go on with while this
+# process shuffles and writes the records of a (chunk, dupe).
+_IN_FLIGHT = 4
 
 # Purposes of derived random generators.
 _DOC_ORDER, _PART, _SHUFFLE = 0, 1, 2
@@ -230,12 +235,12 @@ def _check_stop():
 
 
 def _init_worker(config):
-  """Pool initializer: workers ignore SIGINT and SIGTERM; the parent handles both.
+  """Worker initializer: workers ignore SIGINT and SIGTERM; the parent handles both.
 
   A signal sent to the whole process group (Ctrl-C in a terminal, `kill -- -PGID`,
-  systemd) must not kill a worker: the pool would replace it, its task would never
-  finish and the parent would wait for it forever. The parent stops at its next safe
-  point and lets the tasks in flight finish (`_Runner.close`).
+  systemd) must not kill a worker: the run would end as one whose worker died
+  (`WorkerLost`) instead of as interrupted. The parent stops at its next safe point and
+  lets the tasks in flight finish (`_Runner.close`).
   Forked workers inherit the parent's ready `_WORKER`; spawned ones build their own.
   """
   global _WORKER
@@ -277,18 +282,32 @@ def _records_task(task):
   return _WORKER.make_records(_mapped_chunk(chunk_dir), *rest)
 
 
-def _wait(result):
-  """`result.get()`, checking for a stop request while it waits."""
+class WorkerLost(UserError):
+  """A worker process died in the middle of the run (killed from outside, out of memory)."""
+
+
+def _wait(future):
+  """`future.result()`, checking for a stop request while it waits."""
   while True:
     _check_stop()
     try:
-      return result.get(timeout=0.1)
-    except multiprocessing.TimeoutError:
+      return future.result(timeout=0.1)
+    except concurrent.futures.TimeoutError:
       pass
+    except concurrent.futures.process.BrokenProcessPool:
+      raise WorkerLost(
+          "a worker process died (killed, or out of memory?); no output file was written. "
+          "Run again; with less memory, lower --num_workers or --chunk_mb") from None
 
 
 class _Runner:
-  """Runs tasks in order, in-process (1 worker) or on a pool with bounded prefetch."""
+  """Runs tasks in order, in-process (1 worker) or on worker processes with bounded prefetch.
+
+  The workers are a `ProcessPoolExecutor`: its one thread that collects results reads each
+  whole (a chunk's ids, a part's records: megabytes), where `multiprocessing.Pool` would have
+  a second thread spin on the result pipe for as long as such a result is in it. A worker
+  that dies (killed, out of memory) fails the run instead of leaving it waiting.
+  """
 
   def __init__(self, config, worker):
     global _WORKER
@@ -297,10 +316,11 @@ class _Runner:
     if self.workers == 1:
       self._pool = None
     else:
-      self._pool = multiprocessing.get_context().Pool(self.workers, _init_worker, (config,))
+      self._pool = concurrent.futures.ProcessPoolExecutor(
+          self.workers, multiprocessing.get_context(), _init_worker, (config,))
 
   def imap(self, fn, tasks):
-    """Yields fn(task) in task order, with at most 2 * workers tasks in flight."""
+    """Yields fn(task) in task order, with at most `_IN_FLIGHT` * workers tasks in flight."""
     if self._pool is None:
       for task in tasks:
         _check_stop()
@@ -308,21 +328,20 @@ class _Runner:
       return
     pending = collections.deque()
     for task in tasks:
-      pending.append(self._pool.apply_async(fn, (task,)))
-      if len(pending) >= 2 * self.workers:
+      pending.append(self._pool.submit(fn, task))
+      if len(pending) >= _IN_FLIGHT * self.workers:
         yield _wait(pending.popleft())
     while pending:
       yield _wait(pending.popleft())
 
   def close(self):
-    """Lets the tasks in flight (at most 2 * workers) finish, then stops the workers.
+    """Lets the tasks in flight finish, then stops the workers.
 
-    Also on errors and Ctrl-C: `Pool.terminate()` can deadlock when it cuts off the
-    hand-off of a task larger than a pipe buffer (a tokenize task is ~1 MB of text).
+    Also on errors and Ctrl-C: stopping workers in the middle of a task's hand-off could
+    leave the pipe between them and this process half-written.
     """
     if self._pool is not None:
-      self._pool.close()
-      self._pool.join()
+      self._pool.shutdown(wait=True)
 
 
 def _parts(chunk, order, part_tokens):
@@ -438,18 +457,24 @@ def _glibc():
 
 
 _LIBC = _glibc()
-_M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (malloc.h)
 # Allocations from this size on (a chunk's arrays) get mappings of their own, unmapped when
-# freed; smaller ones (a part's arrays) reuse the heap.
+# freed; smaller ones (a part's arrays and records) reuse the heap.
 _MMAP_THRESHOLD = 4 << 20
+# Free memory at the top of the heap that glibc keeps instead of returning it at once: a
+# part's arrays and records come and go there, and returning their pages after each part
+# costs a page fault per page for the next. `_drop_chunk` returns it all between chunks.
+_TRIM_THRESHOLD = 8 << 20
 
 
 def _fix_mmap_threshold():
   """Keeps glibc from raising its mmap threshold once the first chunk's arrays are freed (its
   default): later chunks' arrays would then come from the heap and fragment it, and the peak
-  would grow with the number of chunks. Forked workers inherit the setting."""
+  would grow with the number of chunks. Sets the trim threshold (which that raise would also
+  have moved). Forked workers inherit the settings."""
   if _LIBC is not None:
     _LIBC.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+    _LIBC.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
 
 
 def run(config, progress_stream=sys.stderr):
@@ -492,7 +517,7 @@ def run(config, progress_stream=sys.stderr):
         chunk = None  # the workers map the saved copy: not held twice while records are made
         tasks = ((chunk_dir, chunk_index, dupe, p, doc_indices)
                  for dupe in range(config.dupe_factor) for p, doc_indices in enumerate(parts))
-        held = []
+        held = writer.Records()
         for n_done, (records, task_stats) in enumerate(runner.imap(_records_task, tasks), 1):
           held.extend(records)
           stats.update(task_stats)
@@ -500,15 +525,15 @@ def run(config, progress_stream=sys.stderr):
           if n_done % len(parts) == 0:  # all parts of one dupe are in: shuffle and write
             dupe = n_done // len(parts) - 1
             if config.num_output_shards is None:
-              out.extend([held[i] for i in
-                          _rng(config, chunk_index, dupe, _SHUFFLE).permutation(len(held)).tolist()])
+              out.extend(held.select(
+                  _rng(config, chunk_index, dupe, _SHUFFLE).permutation(len(held))))
             else:
               # (shard_records: not `records`, which would keep a shard's list past the chunk)
               for shard, shard_records in enumerate(shards.split(
                   held, shard_rng(config, chunk_index, dupe), config.num_output_shards)):
                 out.write_to(shard, shard_records)
               shard_records = None
-            held = []
+            held = writer.Records()
             done_bytes += chunk_bytes / config.dupe_factor
           progress.update(done_bytes, read_stats.documents, out.count)
         shutil.rmtree(chunk_dir)

@@ -20,14 +20,12 @@ def shard_names(prefix, num_shards):
 
 
 def split(records, rng, num_shards):
-  """Framed records of one (chunk, dupe) -> [records of shard s, sorted by key] for each s.
+  """Framed records of one (chunk, dupe) (a `writer.Records`) -> [records of shard s, sorted by
+  key] for each s, as lists of memoryviews.
 
   `rng` is the (seed, chunk, dupe) generator of keys.
   """
   keys = rng.integers(0, 1 << 63, size=len(records), dtype=np.int64)
   order = np.argsort(keys, kind="stable")  # ties (p ~ n^2 / 2^64) keep record order
-  shard_of = (keys[order] % num_shards).tolist()
-  out = [[] for _ in range(num_shards)]
-  for i, shard in zip(order.tolist(), shard_of):
-    out[shard].append(records[i])
-  return out
+  shard_of = keys[order] % num_shards
+  return [records.select(order[shard_of == s]) for s in range(num_shards)]

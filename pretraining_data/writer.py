@@ -3,13 +3,17 @@
 Encoding by hand (no TensorFlow import, no proto objects) is what lets workers
 start in milliseconds and serialise an instance in microseconds. The bytes are
 a valid `tf.train.Example`: features in Google's order, int64/float values packed.
+A batch of records travels as one byte string and its offsets (`Records`): a
+worker process hands it back in one piece, not as a Python object per record.
 """
 
+import collections.abc
 import struct
 
 import numpy as np
 
-from fileio import AtomicFile, OutputError, check_outputs, frame_record
+from fileio import AtomicFile, OutputError, check_outputs
+from fileio.tfrecord import frame_parts
 from fileio.atomic import name_output
 from pretraining_data import features
 
@@ -74,6 +78,77 @@ class _Headers(dict):
     return head
 
 
+class Records(collections.abc.Sequence):
+  """Framed records held end to end in a few byte strings (one per batch), with their ends.
+
+  Indexing gives a record's bytes; `select` gives records in any order as memoryviews of
+  the batches (no copy), which is how they are shuffled into the output files.
+  """
+
+  def __init__(self, batches=()):
+    self._data = []  # [bytes] one per batch
+    self._ends = []  # [int64 [n_b]] record ends within each batch
+    for data, ends in batches:
+      self._data.append(data)
+      self._ends.append(np.asarray(ends, np.int64))
+    self._count = sum(map(len, self._ends))
+
+  @classmethod
+  def from_list(cls, records):
+    """One batch holding `records` (bytes) in order."""
+    return cls([(b"".join(records), np.cumsum(np.fromiter(map(len, records), np.int64,
+                                                          len(records))))])
+
+  def extend(self, other):
+    """Appends the batches of `other` (a Records; not copied)."""
+    self._data.extend(other._data)  # pylint: disable=protected-access
+    self._ends.extend(other._ends)  # pylint: disable=protected-access
+    self._count += len(other)
+
+  def __len__(self):
+    return self._count
+
+  def __getitem__(self, i):
+    i = range(self._count)[i]  # negative indices count from the end; IndexError past it
+    b = 0
+    while i >= len(self._ends[b]):
+      i -= len(self._ends[b])
+      b += 1
+    ends = self._ends[b]
+    return self._data[b][int(ends[i - 1]) if i else 0:int(ends[i])]
+
+  def __reduce__(self):
+    return Records, (list(zip(self._data, self._ends)),)
+
+  def select(self, order):
+    """The records numbered `order` (over all batches, end to end), in that order:
+    a list of memoryviews into the batches."""
+    order = np.asarray(order, np.int64)
+    if not self._ends:
+      return []
+    ends = np.concatenate(self._ends)  # [n] within its batch
+    firsts = np.cumsum([0] + [len(e) for e in self._ends])  # [n_batches + 1]
+    batch = np.repeat(np.arange(len(self._ends)), np.diff(firsts))  # [n]
+    starts = ends.copy()
+    starts[1:] = ends[:-1]
+    starts[firsts[:-1][np.diff(firsts) > 0]] = 0  # first record of each batch starts at 0
+    views = [memoryview(d) for d in self._data]
+    return [views[b][s:e] for b, s, e in zip(
+        batch[order].tolist(), starts[order].tolist(), ends[order].tolist())]
+
+
+class _Prefixes(dict):
+  """Bytes made by `make(key)`, made once per key."""
+
+  def __init__(self, make):
+    super().__init__()
+    self._make = make
+
+  def __missing__(self, key):
+    self[key] = value = self._make(key)
+    return value
+
+
 class ExampleEncoder:
   """Serialises pre-training instances as `tf.train.Example` bytes (Google's feature order)."""
 
@@ -86,9 +161,17 @@ class ExampleEncoder:
     self._segment_head = self._head["segment_ids"][seq]
     self._weights_head = self._head["masked_lm_weights"][4 * pred]
     self._labels = [self._head["next_sentence_labels"][1] + bytes([v]) for v in (0, 1)]
+    # The Example's tag and length; input_mask, segment_ids and masked_lm_weights with their
+    # headers, by lengths.
+    self._example_head = _Prefixes(lambda n: _TAG1 + _varint(n))
+    self._weights = _Prefixes(
+        lambda n: self._weights_head + _ONE_F32 * n + _ZERO_F32 * (pred - n))
+    self._masks = _Prefixes(lambda n: self._mask_head + b"\x01" * n + b"\x00" * (seq - n))
+    self._segments = _Prefixes(lambda key: self._segment_head + b"\x00" * (key[1] + 2)
+                               + b"\x01" * (key[0] - key[1] - 2) + b"\x00" * (seq - key[0]))
 
   def encode_batch(self, input_ids, lengths, a_lengths, is_random_next, masked=None):
-    """Instances -> list of framed TFRecords.
+    """Instances -> their framed TFRecords, as `Records`.
 
     input_ids [n, L] (masked ones when `masked`, the `masking.MaskedInputs`,
     is given); per-instance lengths, segment-A lengths and labels. Without
@@ -106,20 +189,22 @@ class ExampleEncoder:
       predictions = [b"".join((
           h_pos[pos_off[i + 1] - pos_off[i]], pos[pos_off[i]:pos_off[i + 1]],
           h_lbl[lbl_off[i + 1] - lbl_off[i]], lbl[lbl_off[i]:lbl_off[i + 1]],
-          self._weights_head, _ONE_F32 * n_pred, _ZERO_F32 * (pred - n_pred)))
+          self._weights[n_pred]))
           for i, n_pred in enumerate(masked.num_predictions.tolist())]
-    records = []
+    pieces, ends = [], []
+    end = 0
     rows = zip(lengths.tolist(), a_lengths.tolist(), np.asarray(is_random_next).tolist())
     for i, (n, a_len, random_next) in enumerate(rows):
       body = b"".join((
           h_ids[ids_off[i + 1] - ids_off[i]], ids[ids_off[i]:ids_off[i + 1]],
-          self._mask_head, b"\x01" * n, b"\x00" * (seq - n),
-          self._segment_head, b"\x00" * (a_len + 2), b"\x01" * (n - a_len - 2),
-          b"\x00" * (seq - n),
+          self._masks[n], self._segments[n, a_len],
           predictions[i],
           self._labels[random_next]))
-      records.append(frame_record(_field(_TAG1, body)))
-    return records
+      record = frame_parts((self._example_head[len(body)], body))
+      pieces.extend(record)
+      end += sum(map(len, record))
+      ends.append(end)
+    return Records([(b"".join(pieces), ends)])
 
 
 _WRITE_BATCH = 1024  # records per write() of `write_to`

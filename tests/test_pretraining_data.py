@@ -92,6 +92,24 @@ def test_records_equal_protos_built_like_google(tokenizer):
   assert example_pb2.Example.FromString(data) == expected
 
 
+def test_records_index_select_and_pickle_like_a_list():
+  """`writer.Records` (batches of records end to end) gives the records of a plain list, by
+  index and in any order, also after a round trip through pickle (a worker's hand-off)."""
+  import pickle  # pylint: disable=import-outside-toplevel
+  rng = np.random.default_rng(0)
+  plain = [bytes(rng.integers(0, 256, int(n), np.uint8)) for n in rng.integers(0, 40, 30)]
+  records = writer.Records()
+  for lo, hi in ((0, 7), (7, 7), (7, 20), (20, 30)):  # an empty batch too
+    records.extend(writer.Records.from_list(plain[lo:hi]))
+  records = pickle.loads(pickle.dumps(records))
+  assert len(records) == 30 and list(records) == plain and records[-1] == plain[-1]
+  order = rng.permutation(30)
+  assert [bytes(r) for r in records.select(order)] == [plain[i] for i in order]
+  assert writer.Records().select([]) == []
+  with pytest.raises(IndexError):
+    records[30]  # pylint: disable=pointless-statement
+
+
 def test_varint_rows_matches_protobuf():
   values = np.array([[0, 1, 127, 128, 300, 16383, 16384, 2 ** 21, 2 ** 35]], np.int64)
   data, offsets = writer.varint_rows(values)

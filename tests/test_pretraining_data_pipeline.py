@@ -320,6 +320,20 @@ def test_interrupt_leaves_no_output(tmp_path, shared_dir, google_vocab, signame,
   assert list(tmp_path.iterdir()) == []
 
 
+def _die(task):
+  os.kill(os.getpid(), 9)
+
+
+@pytest.mark.multiprocess
+def test_a_dead_worker_fails_the_run_with_one_line(tmp_path, heldout, google_vocab, monkeypatch):
+  """A worker killed from outside (the OOM killer) ends the run with a WorkerLost naming what
+  to do, and no output, instead of leaving it waiting for the lost task."""
+  monkeypatch.setattr(pipeline, "_records_task", _die)
+  with pytest.raises(pipeline.WorkerLost, match="a worker process died"):
+    _run(tmp_path, heldout, google_vocab, num_workers=2)
+  assert list(tmp_path.iterdir()) == []
+
+
 def test_shards_hold_the_records_by_the_key_rule(tmp_path, heldout, google_vocab):
   """--num_output_shards: the same records as a single file, spread by key over PREFIX-i-of-N
   (an empty shard is written too); the order in a shard is the key order, not round-robin."""
