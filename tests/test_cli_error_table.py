@@ -604,6 +604,15 @@ ROWS = [
     Row("hub-export-not-a-savedmodel", "export_tfhub", with_flags(
         "export_tfhub", "--export_path={tmp}/mine"), 1, r"not a SavedModel",
         setup="not_a_savedmodel", check=_notes_kept),
+    Row("tflite-output-exists", "export_tflite", (
+        "--model_dir={data}/pre", "--vocab_file={sample}/vocab.txt",
+        "--output_file={tmp}/notes.txt"), 1,
+        r"output file exists: '.*/notes\.txt' \(pass --overwrite", setup="notes",
+        check=_notes_file_kept),
+    Row("tflite-quantize-unknown", "export_tflite", (
+        "--model_dir={data}/pre", "--vocab_file={sample}/vocab.txt",
+        "--output_file={tmp}/m.tflite", "--quantize=int4"), 1, r"--quantize",
+        absent=("m.tflite",)),
     # --- output paths that cannot be used, and runs that are not this job's
     Row("output-dir-is-a-file", "run_pretraining", with_flags(
         "run_pretraining", "--output_dir={tmp}/notes.txt"), 1, r"notes\.txt: Not a directory",
