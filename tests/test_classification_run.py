@@ -3,7 +3,7 @@
 The CLI on sample_data/sentiment: Google's output files; the export reloaded in a process
 that imports only tensorflow and tensorflow_text, its signatures equal to the Keras model;
 saved_model_cli; a rerun resumes. Warm starts from the MiniLM HF directory and Google's tiny
-checkpoint; STS-B regression; bad inputs.
+checkpoint; bad inputs (STS-B regression: test_classification_run_modes.py).
 """
 
 import dataclasses
@@ -170,20 +170,6 @@ def test_warm_start_from_google_checkpoint_on_pairs(shared_dir, tmp_path):
   expected = tf.train.load_checkpoint(str(tiny / "bert_model.ckpt")).get_tensor(
       "bert/embeddings/word_embeddings")
   np.testing.assert_array_equal(checkpoint_word_embeddings(str(tmp_path / "out"), 30522), expected)
-
-
-@pytest.mark.slow
-def test_stsb_regression(shared_dir, tmp_path):
-  options = google_tiny_options(shared_dir, tmp_path, "sts-b", "STS-B", 20, max_seq_length=32,
-                                do_eval=True, do_predict=True)
-  done = run.run_classifier(options)
-  assert set(done["eval"]) == {"eval_pearson", "eval_spearman", "eval_loss", "global_step", "loss"}
-  assert done["eval"]["global_step"] == 2
-  with open(tmp_path / "out" / "test_results.tsv") as f:
-    lines = f.read().splitlines()
-  assert len(lines) == 20 and all(len(line.split("\t")) == 1 for line in lines)
-  np.testing.assert_allclose([float(l) for l in lines], done["predict"], rtol=1e-6)
-  assert classification.load_label_list(str(tmp_path / "out")) == ([], True)
 
 
 def test_unknown_task(tmp_path):

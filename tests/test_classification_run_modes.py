@@ -1,5 +1,5 @@
 """run_classifier beyond the default run: strategies, precision and XLA; the generic task
-through the CLI; the regression export.
+through the CLI; STS-B regression and its export.
 
 Runs that must agree start from one saved classifier checkpoint (head included) with
 every dropout off (the config's and the head's fixed one), so they draw no random numbers:
@@ -253,11 +253,20 @@ def test_generic_csv_row_with_a_wrong_field_count(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.multiprocess
-def test_regression_export_returns_scores(shared_dir, tmp_path):
-  """STS-B: each signature returns only `score`, one float per example, equal to predict's."""
+def test_stsb_regression_and_its_export_returns_scores(shared_dir, tmp_path):
+  """STS-B: Pearson/Spearman eval, one score per test row; each signature of the export
+  returns only `score`, one float per example, equal to predict's."""
   options = google_tiny_options(shared_dir, tmp_path, "sts-b", "STS-B", 20, max_seq_length=32,
-                                do_predict=True, export_dir=str(tmp_path / "export"))
+                                do_eval=True, do_predict=True,
+                                export_dir=str(tmp_path / "export"))
   done = run.run_classifier(options)
+  assert set(done["eval"]) == {"eval_pearson", "eval_spearman", "eval_loss", "global_step", "loss"}
+  assert done["eval"]["global_step"] == 2
+  with open(tmp_path / "out" / "test_results.tsv") as f:
+    lines = f.read().splitlines()
+  assert len(lines) == 20 and all(len(line.split("\t")) == 1 for line in lines)
+  np.testing.assert_allclose([float(l) for l in lines], done["predict"], rtol=1e-6)
+  assert classification.load_label_list(str(tmp_path / "out")) == ([], True)
   examples = classification.get_processor("sts-b").get_test_examples(options.data_dir)
   pairs = [[e.text_a for e in examples], [e.text_b for e in examples]]
   code = f"""
@@ -277,9 +286,7 @@ print(json.dumps({{
   assert got["keys"] == {"serving_default": ["score"], "serve_text": ["score"],
                          "serve_text_pair": ["score"]}
   assert got["dtype"] == "float32" and got["shape"] == [20]
-  with open(tmp_path / "out" / "test_results.tsv") as f:
-    written = [float(line) for line in f]
-  np.testing.assert_allclose(got["pair"], written, atol=1e-5)
+  np.testing.assert_allclose(got["pair"], [float(l) for l in lines], atol=1e-5)
   np.testing.assert_allclose(got["pair"], done["predict"], atol=1e-5)
   # text_b matters: a single-segment input scores differently.
   assert np.abs(np.subtract(got["single"], got["pair"])).max() > 1e-3

@@ -47,6 +47,9 @@ from tests.records import copy_records_with_one_changed
 pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]  # ~120 scripts, each starting TensorFlow
 PARALLEL = len(os.sched_getaffinity(0))
 TIMEOUT = 300
+# The module's ForkServers, from its first row to its end: the rows, then checks that run a
+# row's command again (`_run_again`), fork from them.
+SERVERS = queue.Queue()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,10 +324,20 @@ def _run_again(row_id, tmp, data, *changes, drop=()):
   names = {c.split("=")[0] for c in changes} | set(drop)
   row = dataclasses.replace(row, flags=tuple(
       f for f in row.flags if f.split("=")[0] not in names) + changes)
-  again = subprocess.run(_command(row, tmp, data), cwd=tmp, capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=str(REPO)), check=False)
-  assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr[-3000:]
-  return again.stderr
+  server = SERVERS.get()
+  try:
+    with open(f"{tmp}/stderr-again.txt", "w+", encoding="utf-8") as err:
+      process = server.start(_script_argv(row, tmp, data), tmp, err.name, umask=0o027)
+      try:
+        process.wait(timeout=TIMEOUT)
+      finally:
+        process.kill()
+        process.wait()
+      stderr = _read(err)
+  finally:
+    SERVERS.put(server)
+  assert process.returncode == 0 and "Traceback" not in stderr, stderr[-3000:]
+  return stderr
 
 
 def _cut_cache_then_evaluate_again(tmp, data):
@@ -591,6 +604,15 @@ ROWS = [
     Row("hub-export-not-a-savedmodel", "export_tfhub", with_flags(
         "export_tfhub", "--export_path={tmp}/mine"), 1, r"not a SavedModel",
         setup="not_a_savedmodel", check=_notes_kept),
+    Row("tflite-output-exists", "export_tflite", (
+        "--model_dir={data}/pre", "--vocab_file={sample}/vocab.txt",
+        "--output_file={tmp}/notes.txt"), 1,
+        r"output file exists: '.*/notes\.txt' \(pass --overwrite", setup="notes",
+        check=_notes_file_kept),
+    Row("tflite-quantize-unknown", "export_tflite", (
+        "--model_dir={data}/pre", "--vocab_file={sample}/vocab.txt",
+        "--output_file={tmp}/m.tflite", "--quantize=int4"), 1, r"--quantize",
+        absent=("m.tflite",)),
     # --- output paths that cannot be used, and runs that are not this job's
     Row("output-dir-is-a-file", "run_pretraining", with_flags(
         "run_pretraining", "--output_dir={tmp}/notes.txt"), 1, r"notes\.txt: Not a directory",
@@ -598,8 +620,10 @@ ROWS = [
     Row("export-path-under-a-file", "export_tfhub", with_flags(
         "export_tfhub", "--export_path={tmp}/notes.txt/hub"), 1, r"notes\.txt: Not a directory",
         setup="notes", check=_notes_file_kept),
+    # The export alone (from the init checkpoint): what fails is its writing, not training.
     Row("export-dir-read-only", "run_classifier", with_flags(
-        "run_classifier", "--init_checkpoint={data}/pre", "--export_dir={tmp}/small/export"), 1,
+        "run_classifier", "--init_checkpoint={data}/pre", "--export_dir={tmp}/small/export",
+        drop=("--do_train",)), 1,
         r"small/export: Read-only file system", mount="ro", slow=True),
     Row("output-dir-read-only", "run_pretraining", with_flags(
         "run_pretraining", "--output_dir={tmp}/small/out"), 1,
@@ -757,7 +781,8 @@ ROWS = [
         "run_classifier", "--output_dir={tmp}/small/out"), 1,
         r"No space left on device writing .*small/out/train\.tf_record", mount="size=64k"),
     Row("disk-full-classifier-export", "run_classifier", with_flags(
-        "run_classifier", "--init_checkpoint={data}/pre", "--export_dir={tmp}/small/export"), 1,
+        "run_classifier", "--init_checkpoint={data}/pre", "--export_dir={tmp}/small/export",
+        drop=("--do_train",)), 1,
         r"No space left on device writing .*small/export", mount="size=2m", slow=True),
     Row("disk-full-tfhub-export", "export_tfhub", with_flags(
         "export_tfhub", "--export_path={tmp}/small/hub"), 1,
@@ -893,35 +918,43 @@ def fixture_data(tmp_path_factory):
   return str(data)
 
 
+def _selected_rows(request):
+  return [item.callspec.params["row"] for item in request.session.items
+          if item.module is request.module and hasattr(item, "callspec")]
+
+
+@pytest.fixture(name="servers", scope="module")
+def fixture_servers(request, tmp_path_factory):
+  """SERVERS, filled with PARALLEL ForkServers if a selected row forks; closed at the end."""
+  root = tmp_path_factory.mktemp("servers")
+  for i in range(PARALLEL if any(_forked(row) for row in _selected_rows(request)) else 0):
+    SERVERS.put(ForkServer(("tensorflow", "tf_keras", "tensorflow_text"), _env(),
+                           root / f"server-{i}.log"))
+  yield SERVERS
+  while not SERVERS.empty():
+    SERVERS.get().close()
+
+
 @pytest.fixture(name="results", scope="module")
-def fixture_results(request, data, tmp_path_factory):
+def fixture_results(request, data, servers, tmp_path_factory):
   """{row id: (exit status, stderr, folder)} of the selected rows, run PARALLEL at a time."""
-  selected = [item.callspec.params["row"] for item in request.session.items
-              if item.module is request.module and hasattr(item, "callspec")]
+  selected = _selected_rows(request)
   root = tmp_path_factory.mktemp("rows")
   reason = _mount_reason() if any(row.mount for row in selected) else None
   results = {}
-  servers = queue.Queue()
-  for i in range(PARALLEL if any(_forked(row) for row in selected) else 0):
-    servers.put(ForkServer(("tensorflow", "tf_keras", "tensorflow_text"), _env(),
-                           root / f"server-{i}.log"))
-  try:
-    with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
-      futures = {}
-      for row in selected:
-        if row.mount and reason:
-          results[row.id] = reason
-          continue
-        futures[row.id] = (pool.submit(_run_row, row, str(root / row.id), data, servers),
-                           str(root / row.id))
-      for row_id, (future, folder) in futures.items():
-        try:
-          results[row_id] = future.result() + (folder,)
-        except pytest.skip.Exception as e:
-          results[row_id] = str(e)
-  finally:
-    while not servers.empty():
-      servers.get().close()
+  with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
+    futures = {}
+    for row in selected:
+      if row.mount and reason:
+        results[row.id] = reason
+        continue
+      futures[row.id] = (pool.submit(_run_row, row, str(root / row.id), data, servers),
+                         str(root / row.id))
+    for row_id, (future, folder) in futures.items():
+      try:
+        results[row_id] = future.result() + (folder,)
+      except pytest.skip.Exception as e:
+        results[row_id] = str(e)
   return results
 
 

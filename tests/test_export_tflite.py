@@ -6,12 +6,11 @@ gives the SavedModel's probabilities (<= 1e-5) on GLUE SST-2 dev rows (serve_tex
 dev pairs (serve_text_pair), and on ids (serving_default, plus logits); int8, calibrated on
 training rows, agrees with float32 on the label of the sentiment dev rows in a process that
 imports only tensorflow and tensorflow_text; float16 and dynamic int8 stay close.
-The tokenizer's ids against FullTokenizer on fixture texts and the corpora; one-line errors.
+The tokenizer's ids against FullTokenizer on fixture texts and the corpora; errors (the
+script's one-line errors: test_cli_error_table.py).
 """
 
 import os
-import subprocess
-import sys
 import unicodedata
 
 import numpy as np
@@ -21,7 +20,7 @@ import tensorflow as tf
 from classification import run
 import cli
 from tests.classifier_jobs import classifier_options
-from tests.paths import REPO, SAMPLE
+from tests.paths import SAMPLE
 from tests.processes import run_python
 import tflite
 from tflite.text import tokenizer_model
@@ -273,23 +272,3 @@ def test_errors_are_user_errors(trained, tmp_path):
   with pytest.raises(cli.UserError, match="Cannot use sequence length 1000"):
     tflite.export_tflite(model_dir, vocab, True, 1000, out)
   assert not os.path.exists(out)
-
-
-@pytest.mark.slow
-@pytest.mark.multiprocess
-@pytest.mark.parametrize("flags, message", [
-    (["--output_file={tmp}/existing.tflite"], "output file exists"),
-    (["--output_file={tmp}/m.tflite", "--quantize=int4"], "--quantize"),
-])
-def test_cli_errors_are_one_line(trained, tmp_path, flags, message):
-  (tmp_path / "existing.tflite").write_bytes(b"the user's file")
-  out = subprocess.run(
-      [sys.executable, os.path.join(REPO, "export_tflite.py"),
-       f"--model_dir={trained['output_dir']}", f"--vocab_file={trained['vocab']}",
-       *[flag.format(tmp=tmp_path) for flag in flags]],
-      capture_output=True, text=True, check=False, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-  assert out.returncode == 1, out.stderr[-2000:]
-  errors = [line for line in out.stderr.splitlines() if line.startswith("export_tflite: error:")]
-  assert len(errors) == 1 and message in errors[0], out.stderr[-2000:]
-  assert "Traceback" not in out.stderr
-  assert (tmp_path / "existing.tflite").read_bytes() == b"the user's file"

@@ -189,7 +189,12 @@ def test_export_dir_is_checked_before_any_work(shared_dir, tmp_path):
 @pytest.mark.slow
 @pytest.mark.multiprocess
 def test_cli_exports_alone_and_overwrites_only_when_asked(shared_dir, tmp_path):
+  """The first export (no --do_train, no --do_predict) in-process; then the same command
+  line, refused (exit 1, one line), and again with --overwrite_export, which exports alone."""
   tiny = shared_dir / "fixtures" / "google_bert_tiny"
+  run.run_squad(_options(shared_dir, tmp_path, tmp_path / "export"))
+  assert os.path.exists(tmp_path / "export" / "assets" / export.SETTINGS_FILE)
+  first = os.path.getmtime(tmp_path / "export" / "saved_model.pb")
   command = [sys.executable, os.path.join(REPO, "run_squad.py"),
              f"--vocab_file={tiny}/vocab.txt", f"--init_checkpoint={tiny}/bert_model.ckpt",
              f"--output_dir={tmp_path}/out", f"--export_dir={tmp_path}/export"] + [
@@ -200,10 +205,10 @@ def test_cli_exports_alone_and_overwrites_only_when_asked(shared_dir, tmp_path):
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
 
   out = run_cli()
-  assert out.returncode == 0, out.stderr[-3000:]
-  assert os.path.exists(tmp_path / "export" / "assets" / export.SETTINGS_FILE)
-  out = run_cli()
   assert out.returncode == 1
   assert "holds a SavedModel: pass --overwrite_export" in out.stderr.strip().splitlines()[-1]
+  assert os.path.getmtime(tmp_path / "export" / "saved_model.pb") == first
   out = run_cli("--overwrite_export")
   assert out.returncode == 0, out.stderr[-3000:]
+  assert os.path.exists(tmp_path / "export" / "assets" / export.SETTINGS_FILE)
+  assert os.path.getmtime(tmp_path / "export" / "saved_model.pb") != first
