@@ -292,6 +292,7 @@ def test_user_errors(checkpoint, tmp_path, minilm_dir):
   assert not os.listdir(tmp_path)
 
 
+@pytest.mark.slow
 def test_shards_write_the_rows_of_one_run(checkpoint, tmp_path):
   data = tmp_path / "data"
   data.mkdir()

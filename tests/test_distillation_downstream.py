@@ -170,6 +170,7 @@ def test_a_teacher_without_its_classifier_layer_is_refused(tmp_path):
         tmp_path / "pretrained", tmp_path / "out", student_init_from_teacher_layers="1")))
 
 
+@pytest.mark.slow
 def test_a_teacher_no_better_than_a_constant_answer_is_refused(tmp_path):
   """A classifier that answers 0 whatever the input scores the majority share (0.5 here)."""
   config = modeling.BertConfig.from_json_file(tiny_config_file(tmp_path / "c.json", VOCAB_SIZE))
@@ -190,6 +191,7 @@ def test_a_teacher_no_better_than_a_constant_answer_is_refused(tmp_path):
   assert set(done["train"]) == {downstream.INTERMEDIATE}
 
 
+@pytest.mark.slow
 def test_the_prediction_stage_alone_starts_from_the_students_initial_weights(teacher, tmp_path):
   done = downstream.run_task_distill(TaskDistillOptions(**_options(
       teacher, tmp_path / "out", stage=downstream.PREDICTION, prediction_epochs=0.2,
@@ -211,6 +213,7 @@ def test_option_errors(tmp_path, change, message):
     TaskDistillOptions(**_options(tmp_path / "teacher", tmp_path / "out", **change))
 
 
+@pytest.mark.slow
 def test_the_stages_as_two_commands_the_prediction_stage_on_augmented_rows(teacher, tmp_path):
   """README's split: --stage=intermediate on train.tsv, then --stage=prediction --aug_train in
   the same output_dir, which trains on train_aug.tsv from the intermediate stage's weights."""

@@ -54,6 +54,7 @@ def _flags(data, output_dir, **extra):
   return values
 
 
+@pytest.mark.slow
 @pytest.mark.multiprocess
 def test_cli_distills_a_student_that_the_other_scripts_read(data, tmp_path):
   out = tmp_path / "student"
@@ -83,6 +84,7 @@ def test_cli_distills_a_student_that_the_other_scripts_read(data, tmp_path):
   assert len(line["features"][0]["layers"][0]["values"]) == 32
 
 
+@pytest.mark.slow
 def test_a_student_made_of_all_teacher_layers_starts_at_zero_loss(data, tmp_path):
   """The copied student, through identity projections, matches its teacher exactly."""
   scalars = general.run(general.GeneralDistillOptions(**_flags(

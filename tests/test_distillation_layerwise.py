@@ -67,6 +67,7 @@ def test_the_loss_is_the_weighted_sum_of_its_terms(teacher):
   assert float(loss) == pytest.approx(expected, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss_and_leaves_the_teacher(teacher):
   task = _task(teacher[1], student=TINY_BERT.replace(hidden_size=24, num_attention_heads=4,
                                                      hidden_dropout_prob=0.0,

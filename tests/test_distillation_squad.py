@@ -208,6 +208,7 @@ def test_the_prediction_stage_loss_is_the_mean_start_and_end_soft_cross_entropy(
   assert {"cls/squad/output_weights", "cls/squad/output_bias"} <= saved
 
 
+@pytest.mark.slow
 def test_v2_writes_null_odds_and_the_v2_metrics(random_teacher, shared_dir, tmp_path):
   """The prediction stage alone on SQuAD 2.0 questions (unanswerable ones among them)."""
   inputs = shared_dir / "fixtures" / "squad" / "inputs"

@@ -105,6 +105,7 @@ def test_packed_tokens_give_the_same_logits_and_gradients(kernels):
   _assert_same_logits_and_gradients(packed, unpacked, _ragged_features(), training=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_packed_tokens_in_training_and_under_xla(jit_compile, monkeypatch):
   """In training (dropout off) the packed rows are rounded up with padding positions (here
@@ -119,6 +120,7 @@ def test_packed_tokens_in_training_and_under_xla(jit_compile, monkeypatch):
                                     jit_compile=jit_compile)
 
 
+@pytest.mark.slow
 def test_packed_tokens_with_dropout_and_an_empty_batch():
   """Dropout on the packed rows: training changes the logits and every variable gets a
   gradient. An empty batch (a replica's share of a short last batch) gives empty logits."""

@@ -140,6 +140,7 @@ def test_both_kernels_compute_the_same(kind, dtype, training):
   _assert_kernels_agree(kind, dtype, training, jit_compile=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
 def test_both_kernels_compute_the_same_under_xla(dtype):
   """The pre-training step jit-compiled, as training runs it."""

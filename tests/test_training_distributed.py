@@ -67,6 +67,7 @@ def assert_same_weights(got, want, rtol, atol):
                                rtol=rtol, atol=atol, err_msg=name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('signum', [signal.SIGKILL, signal.SIGTERM])
 def test_stopped_run_resumes_to_the_same_weights(tmp_path, signum):
   # ~1 s of training after the first save: ample time to kill it there.
@@ -104,6 +105,7 @@ def test_stopped_run_resumes_to_the_same_weights(tmp_path, signum):
                       rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_mirrored_over_two_cpus_matches_one_device(tmp_path, monkeypatch):
   result, log = run_job(tmp_path / 'mirrored', tmp_path / 'mirrored.json',
                         strategy='mirrored', split_cpu=2, num_train_steps=20,
@@ -143,6 +145,7 @@ def error_level_lines(log):
   return re.findall(r'^E\d{4} .*', log, re.M)
 
 
+@pytest.mark.slow
 def test_two_workers_train_the_same_weights_and_only_the_chief_writes(
     tmp_path, monkeypatch):
   output_dir = tmp_path / 'run'
