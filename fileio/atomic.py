@@ -109,7 +109,8 @@ class AtomicFile:
     remove_stale_temporaries(self.path)
     try:
       self.file = filesystem.open_file(self.temp_path, mode)
-    except OSError as e:
+    except BaseException as e:  # Ctrl-C can land just after the file is created
+      filesystem.delete(self.temp_path)
       name_output(e, self.path)
       raise
 
@@ -160,7 +161,8 @@ def _new_directory_beside(path, kind):
   remove_stale_temporaries(path)
   try:
     filesystem.makedirs(temp)
-  except OSError as e:
+  except BaseException as e:  # Ctrl-C can land just after the directory is made
+    filesystem.delete(temp)
     name_output(e, path, kind)
     raise
   return temp

@@ -162,6 +162,33 @@ def test_atomic_directory_replaces_only_on_success(tmp_path):
   assert os.listdir(target) == ["v3"] and os.listdir(tmp_path) == ["export"]
 
 
+@pytest.mark.parametrize("made_by", ["makedirs", "open_file"])
+def test_ctrl_c_just_after_a_temporary_is_made_leaves_nothing(tmp_path, monkeypatch, made_by):
+  """SIGINT's KeyboardInterrupt can land right after the system call that made the
+  temporary, before the writer's block starts: the temporary still goes."""
+  real = getattr(filesystem, made_by)
+
+  def interrupted(*args):
+    real(*args)
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(filesystem, made_by, interrupted)
+  with pytest.raises(KeyboardInterrupt):
+    if made_by == "makedirs":
+      with fileio.staging_directory(tmp_path / "export"):
+        pass
+    else:
+      atomic_write_text(tmp_path / "out.txt", "x")
+  monkeypatch.setattr(filesystem, made_by, real)
+  if made_by == "makedirs":
+    with fileio.staging_directory(tmp_path / "export"):
+      monkeypatch.setattr(filesystem, made_by, interrupted)
+      with pytest.raises(KeyboardInterrupt):
+        with atomic_directory(tmp_path / "export"):
+          pass
+  assert os.listdir(tmp_path) == []
+
+
 def test_failed_directory_move_puts_the_old_one_back(tmp_path, monkeypatch):
   target = tmp_path / "export"
   target.mkdir()
