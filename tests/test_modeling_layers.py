@@ -207,3 +207,18 @@ def test_under_xla_every_position_is_packed_with_a_static_size():
     rows, first = packed(tf.constant(mask))
     np.testing.assert_array_equal(rows[0], x.numpy().reshape(20, 6))
     np.testing.assert_array_equal(first[:, 0], [0, 4, 8, 12, 16])
+
+
+def test_select_mask_gives_the_added_masks_attention():
+  """SelfAttention.select_mask (TFLite int8 export) computes what the added -10000 does."""
+  from modeling.layers import SelfAttention  # pylint: disable=import-outside-toplevel
+  layer = SelfAttention(num_heads=2, head_size=4, dropout_rate=0.0, initializer_range=0.5)
+  x = tf.random.stateless_normal([3, 5, 8], seed=[1, 2])
+  mask = tf.constant([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]])
+  added = layer((x, mask))
+  layer.select_mask = True
+  np.testing.assert_array_equal(layer((x, mask)).numpy(), added.numpy())
+  real = tf.cast(mask, tf.bool)[:, :, None]
+  changed = layer((tf.where(real, x, 99.0), mask))  # padding keys get no weight
+  np.testing.assert_allclose(tf.where(real, changed, 0.0), tf.where(real, added, 0.0), atol=1e-6)
+  assert not np.allclose(changed[1, 3], added[1, 3])  # a padding query: its own output changes

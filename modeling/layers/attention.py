@@ -36,7 +36,15 @@ class SelfAttention(keras.layers.Layer):
   output is packed rows [1, T, hidden] too.
 
   Built with the current kernel family (`modeling.kernels`), kept as `kernels`.
+
+  `select_mask` (False; set on a built layer): the padding keys' scores are replaced by
+  -10000 (a select) instead of having -10000 added. Float results are the same (both
+  softmax weights are exactly 0); a full-integer TFLite model quantizes the select's -10000
+  into the scores' calibrated range, where the added mask tensor, calibrated on unpadded
+  rows, would quantize to 0 (`tflite.export`).
   """
+
+  select_mask = False
 
   def __init__(self, num_heads, head_size, dropout_rate, initializer_range, **kwargs):
     super().__init__(**kwargs)
@@ -84,8 +92,11 @@ class SelfAttention(keras.layers.Layer):
     # A reshape, not [:, None, None, :]: TFLite's StridedSlice adds no axes.
     mask = tf.reshape(tf.cast(input_mask, tf.float32),
                       [tf.shape(input_mask)[0], 1, 1, -1])  # [B, 1, 1, to]
-    probs = tf.cast(tf.nn.softmax(scores + (1.0 - mask) * _MASK_ADDER, axis=-1),
-                    self.compute_dtype)
+    if self.select_mask:
+      masked = tf.where(mask > 0.5, scores, _MASK_ADDER)
+    else:
+      masked = scores + (1.0 - mask) * _MASK_ADDER
+    probs = tf.cast(tf.nn.softmax(masked, axis=-1), self.compute_dtype)
     probs = self.dropout(probs, training=training)
     context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])  # [B, from, N, D]
     batch, seq = tf.shape(context)[0], tf.shape(context)[1]
