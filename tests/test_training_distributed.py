@@ -112,14 +112,36 @@ def test_mirrored_over_two_cpus_matches_one_device(tmp_path, monkeypatch):
                         log_steps=1)
   assert 'Training with MirroredStrategy over 2 replica(s)' in log
   recorder = LossRecorder(monkeypatch)
-  one_device_run(tmp_path / 'one', 20, log_steps=1).train()
+  one = one_device_run(tmp_path / 'one', 20, log_steps=1)
+  one.train()
   # Same global batch of 16 (2 x 8 vs 1 x 16), float32 sums in another order.
   np.testing.assert_allclose(result['losses'], recorder.losses, rtol=1e-5)
+  # The update is the one of the global batch's mean loss: gradients summed
+  # over replicas would double the step, a per-replica mean weighted wrongly
+  # would tilt it; either moves the weights after the first step.
+  assert_same_weights(result['weights'], model_weights(one.model), rtol=1e-5, atol=1e-6)
   # evaluation.predict gives the replicas' outputs back in dataset order.
   np.testing.assert_allclose(result['predictions'],
                              result['direct_predictions'], rtol=1e-5,
                              atol=1e-6)
 
+
+
+def plain_sgd():
+  """SGD at a constant rate: its step is proportional to the gradient, where
+  Adam's is nearly invariant to the gradient's scale (a sum over replicas
+  instead of a mean trains the same weights under Adam)."""
+  return tf_keras.optimizers.SGD(0.05)
+
+
+@pytest.mark.slow
+def test_mirrored_update_is_the_mean_over_the_global_batch(tmp_path):
+  result, _ = run_job(tmp_path / 'mirrored', tmp_path / 'mirrored.json',
+                      strategy='mirrored', split_cpu=2, num_train_steps=2,
+                      log_steps=1, sgd=True)
+  one = one_device_run(tmp_path / 'one', 2, log_steps=1, optimizer_fn=plain_sgd)
+  one.train()
+  assert_same_weights(result['weights'], model_weights(one.model), rtol=1e-5, atol=1e-6)
 
 
 def start_two_workers(tmp_path, output_dir, result_name=None, **flags):
@@ -165,9 +187,12 @@ def test_two_workers_train_the_same_weights_and_only_the_chief_writes(
   # Each worker's shard holds half of each global batch of 16: the same
   # examples per step as one device.
   recorder = LossRecorder(monkeypatch)
-  one_device_run(tmp_path / 'one', 20, log_steps=5).train()
+  one = one_device_run(tmp_path / 'one', 20, log_steps=5)
+  one.train()
   np.testing.assert_allclose(chief['losses'], recorder.losses, rtol=1e-5)
   np.testing.assert_allclose(worker['losses'], recorder.losses, rtol=1e-5)
+  # And the same weights as one device: the all-reduce averages the global batch.
+  assert_same_weights(chief['weights'], model_weights(one.model), rtol=1e-5, atol=1e-6)
   # Only the chief wrote: its checkpoints and its (pid-named) event file; the
   # other worker's temporary files are gone.
   assert sorted(os.listdir(output_dir)) == sorted(
@@ -282,7 +307,8 @@ def main(argv):
       strategy, args.output_dir, args.num_train_steps,
       batch_size=args.batch_size,
       save_checkpoints_steps=args.save_checkpoints_steps,
-      log_steps=args.log_steps, iterations_per_loop=args.iterations_per_loop)
+      log_steps=args.log_steps, iterations_per_loop=args.iterations_per_loop,
+      optimizer_fn=plain_sgd if args.sgd else None)
   trainer.train()
   if args.result:
     # 36 examples in per-replica batches of 8: the last step is uneven.
@@ -317,6 +343,7 @@ if __name__ == '__main__':
   flags.DEFINE_integer('iterations_per_loop', 1000, 'Steps per call of the compiled loop.')
   flags.DEFINE_integer('seed', 0, 'Random seed.')
   flags.DEFINE_string('result', None, 'json file for losses and weights.')
+  flags.DEFINE_bool('sgd', False, 'Plain SGD instead of AdamW (see plain_sgd).')
   flags.DEFINE_float('linger_seconds', 0, 'A non-chief worker waits this long before it ends.')
   cli.run(main, interrupted_note=training_flags.interrupted_note,
           terminated_note=training_flags.terminated_note)

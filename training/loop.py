@@ -165,7 +165,8 @@ class Trainer:
     lr = self.optimizer.learning_rate
     if isinstance(lr, tf_keras.optimizers.schedules.LearningRateSchedule):
       lr = lr(self.optimizer.iterations)
-    return float(lr)
+    # A constant rate is a variable (a MirroredVariable under a strategy).
+    return float(tf.convert_to_tensor(lr))
 
   def _distributed_dataset_fn(self, input_context):
     dataset = self._dataset_fn(input_context)
