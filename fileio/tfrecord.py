@@ -22,7 +22,7 @@ def _masked_crc(data):
   return _mask(google_crc32c.value(data))
 
 
-class _Headers(dict):
+class _RecordHeaders(dict):
   """The 12 bytes (length, masked CRC32C of the length) before a record, keyed by its length."""
 
   def __missing__(self, length):
@@ -31,7 +31,7 @@ class _Headers(dict):
     return value
 
 
-_HEADERS = _Headers()
+_RECORD_HEADERS = _RecordHeaders()
 _FOOTER = struct.Struct("<I")
 
 
@@ -42,9 +42,9 @@ def frame_parts(parts):
   for part in parts:
     crc = google_crc32c.extend(crc, part)
     size += len(part)
-  if len(_HEADERS) > 1 << 16:  # a cache of the lengths seen, bounded
-    _HEADERS.clear()
-  return (_HEADERS[size], *parts, _FOOTER.pack(_mask(crc)))
+  if len(_RECORD_HEADERS) > 1 << 16:  # a cache of the lengths seen, bounded
+    _RECORD_HEADERS.clear()
+  return (_RECORD_HEADERS[size], *parts, _FOOTER.pack(_mask(crc)))
 
 
 def frame_record(data):

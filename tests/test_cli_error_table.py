@@ -59,7 +59,8 @@ class Row:
 
   stderr: a regex searched in stderr. exist / absent: paths that must (not) exist after.
   setup: a key of SETUPS, preparing the row's folder. interrupt: a regex (`signum` is
-  sent once stderr matches it) or a number of seconds after the start. mount: the options
+  sent once stderr matches it), a function of the process id (sent once it is true) or a
+  number of seconds after the start. mount: the options
   ("size=6m", "ro") of a tmpfs mounted at {tmp}/small, seen by the script only (its contents
   go with it). fresh: run as a subprocess, in a new interpreter (a signal while it imports
   TensorFlow). check: a function
@@ -318,25 +319,14 @@ def _killed_then_run_again(tmp, data):
 
 
 def _run_again(row_id, tmp, data, *changes, drop=()):
-  """Runs row `row_id`'s command again in `tmp` with `changes` and `drop` (as `with_flags`);
-  returns its stderr, checked: exit 0, no traceback."""
+  """Runs row `row_id`'s command again in `tmp` with `changes` and `drop` (as `with_flags`),
+  not interrupted; returns its stderr, checked: exit 0, no traceback."""
   row = ROWS_BY_ID[row_id]
   names = {c.split("=")[0] for c in changes} | set(drop)
-  row = dataclasses.replace(row, flags=tuple(
+  row = dataclasses.replace(row, interrupt=None, flags=tuple(
       f for f in row.flags if f.split("=")[0] not in names) + changes)
-  server = SERVERS.get()
-  try:
-    with open(f"{tmp}/stderr-again.txt", "w+", encoding="utf-8") as err:
-      process = server.start(_script_argv(row, tmp, data), tmp, err.name, umask=0o027)
-      try:
-        process.wait(timeout=TIMEOUT)
-      finally:
-        process.kill()
-        process.wait()
-      stderr = _read(err)
-  finally:
-    SERVERS.put(server)
-  assert process.returncode == 0 and "Traceback" not in stderr, stderr[-3000:]
+  code, stderr = _run_row(row, tmp, data, SERVERS, again=True)
+  assert code == 0 and "Traceback" not in stderr, stderr[-3000:]
   return stderr
 
 
@@ -372,6 +362,14 @@ def _modes_follow_umask_027(tmp, data):
       path = os.path.join(directory, name)
       if name != "stderr.txt":
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o640, path
+
+
+def _importing_tensorflow(pid):
+  """Whether process `pid` has begun to import TensorFlow (its framework library is mapped).
+  Our scripts import `cli` (which installs the Ctrl-C handler) before anything else, and
+  TensorFlow's import goes on for seconds after its library is loaded."""
+  with open(f"/proc/{pid}/maps", encoding="utf-8") as f:
+    return "libtensorflow_framework" in f.read()
 
 
 CKPT = r"model\.ckpt-\d+"
@@ -740,9 +738,12 @@ ROWS = [
         "create_pretraining_data", "--input_file={tmp}/big.txt", "--num_workers=1"),
         -signal.SIGKILL, absent=("out.tfrecord",), setup="big_text",
         interrupt=r"documents read", signum=signal.SIGKILL, check=_killed_then_run_again),
-    # cli's handler is in by ~0.1 s; TensorFlow takes 1 s or more after it, on fast machines too
+    # Sent once TensorFlow's library is loaded (`_importing_tensorflow`): cli's handler is in
+    # by then, and TensorFlow's import goes on for seconds (a fixed delay raced the
+    # interpreter's start on a loaded host).
     Row("ctrl-c-while-importing", "run_classifier", SCRIPT_FLAGS["run_classifier"], 130,
-        r"(?m)^run_classifier: interrupted$", absent=("out",), interrupt=0.5, fresh=True),
+        r"(?m)^run_classifier: interrupted$", absent=("out",),
+        interrupt=_importing_tensorflow, fresh=True),
     Row("ctrl-c-squad", "run_squad", with_flags(
         "run_squad", "--num_train_epochs=100000", "--train_batch_size=1",
         "--save_checkpoints_steps=2", "--iterations_per_loop=2"), 130,
@@ -830,16 +831,18 @@ def _forked(row):
   return not (row.fresh or row.mount)
 
 
-def _run_row(row, tmp, data, servers):
+def _run_row(row, tmp, data, servers, again=False):
   """Runs `row` in folder `tmp`, forked from one of `servers` (a queue) or as a subprocess;
-  returns (exit status, stderr)."""
-  os.makedirs(tmp)
-  if row.mount:
-    os.makedirs(f"{tmp}/small")
-  if row.setup:
-    SETUPS[row.setup](tmp, data)
+  returns (exit status, stderr). The folder is made and set up first, unless `again` (the
+  command run again in its row's folder: stderr to stderr-again.txt)."""
+  if not again:
+    os.makedirs(tmp)
+    if row.mount:
+      os.makedirs(f"{tmp}/small")
+    if row.setup:
+      SETUPS[row.setup](tmp, data)
   server = servers.get() if _forked(row) else None
-  with open(f"{tmp}/stderr.txt", "w+", encoding="utf-8") as err:
+  with open(f"{tmp}/stderr{'-again' * again}.txt", "w+", encoding="utf-8") as err:
     if server:
       process = server.start(_script_argv(row, tmp, data), tmp, err.name, umask=0o027)
     else:
@@ -849,12 +852,14 @@ def _run_row(row, tmp, data, servers):
       deadline = time.time() + TIMEOUT
       if isinstance(row.interrupt, (int, float)):
         time.sleep(row.interrupt)
-        process.send_signal(row.signum)
       elif row.interrupt:
-        while not re.search(row.interrupt, _read(err)):
+        ready = row.interrupt if callable(row.interrupt) else (
+            lambda pid: re.search(row.interrupt, _read(err)))
+        while not ready(process.pid):
           assert process.poll() is None, "ended before it could be interrupted"
           assert time.time() < deadline, f"no {row.interrupt!r} in time"
           time.sleep(0.05)
+      if row.interrupt is not None:
         process.send_signal(row.signum)
       process.wait(timeout=max(deadline - time.time(), 1))
     finally:
