@@ -20,4 +20,4 @@ def main(argv):
 
 if __name__ == "__main__":
   cli.run(main, interrupted_note=training_flags.interrupted_note,
-          terminated_note=training_flags.terminated_note)
+          terminated_note=training_flags.terminated_note, saves_on_signal=True)

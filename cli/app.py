@@ -1,11 +1,21 @@
 """`run(main)`: absl's app.run with Google's flags, user errors as one line, Ctrl-C as exit 130,
 SIGTERM as exit 143.
 
+A script with nothing to save on a signal (an export, a data tool) ends at
+once: the handler raises nothing into the library code it lands in
+(TensorFlow's tracing and saving, tf.data, numpy, Beam), where an exception can
+come out as another one, or be printed with its traceback by the library,
+before `run` could make it one line. It deletes the temporaries the atomic
+writers hold (`fileio.atomic.remove_held`), prints the line and exits. A
+trainer saves a checkpoint on SIGTERM and names the one kept on Ctrl-C: it
+gets KeyboardInterrupt or `Stopped` to unwind with (`stop_on_signal`).
+
 A healthy run prints no error-level line: on a machine without an NVIDIA
 driver, TensorFlow's CUDA start-up logs `E... failed call to cuInit` (with
 TF_CPP_MIN_LOG_LEVEL below 3), which reads as a failure; `run` drops that line.
 """
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -17,6 +27,7 @@ from absl import app
 from absl import flags
 
 from cli.errors import UserError
+from fileio import atomic
 
 
 # A path the user named that cannot be read or written as asked (read-only, a file where a
@@ -78,22 +89,62 @@ class Stopped(BaseException):
 
 
 class _Interrupt:
-  """SIGINT's and SIGTERM's handler: KeyboardInterrupt or `Stopped`, and a record of the signal.
+  """SIGINT's and SIGTERM's handler and a record of the signal: ends the process at once
+  (`at_once`: see the module doc), or raises KeyboardInterrupt or `Stopped` for the code to
+  unwind with.
 
-  The exception lands between any two bytecodes; inside a library's cleanup
-  it can come out as another exception (TensorFlow's tf_stack asserts
+  Raised, the exception lands between any two bytecodes; inside a library's
+  cleanup it can come out as another exception (TensorFlow's tf_stack asserts
   "Concurrent access?" when it cuts a SavedModel save). Anything raised after
   the signal is the signal's doing, so `run` reports it as the stop.
   """
   signum = None
+  at_once = True
+  notes = {}  # {signal: what follows the line (a callable returning str or None)}
+
+  @classmethod
+  def line(cls, signum, note=None):
+    """`<script>: interrupted; <note>` or `<script>: terminated: <note>`."""
+    note = note or (cls.notes.get(signum) or (lambda: None))()
+    if signum == signal.SIGTERM:
+      return f"{_script_name()}: terminated" + (f": {note}" if note else "")
+    return f"{_script_name()}: interrupted" + (f"; {note}" if note else "")
 
   @classmethod
   def handler(cls, signum, frame):
     del frame
     cls.signum = signal.Signals(signum)
+    if cls.at_once:
+      try:
+        atomic.remove_held()
+        sys.stderr.flush()  # what the script wrote comes before the line
+      finally:
+        os.write(2, (cls.line(cls.signum) + "\n").encode())
+        os._exit(128 + signum)  # pylint: disable=protected-access
     if signum == signal.SIGINT:
       raise KeyboardInterrupt
     raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def stop_on_signal(at_once):
+  """Within: SIGINT and SIGTERM end the process at once (at_once), or raise KeyboardInterrupt
+  or `Stopped` (not at_once), whatever `run` was told.
+
+  A trainer's phase after its checkpoint is kept (its export) has nothing to
+  save: at once, with the notes (the checkpoint kept) worked out on entry, so
+  that the handler calls no TensorFlow. A launcher whose runner must be
+  cancelled (Beam's) unwinds.
+  """
+  saved = _Interrupt.at_once, _Interrupt.notes
+  if at_once:
+    _Interrupt.notes = {signum: (lambda text=note(): text)
+                        for signum, note in _Interrupt.notes.items() if note}
+  _Interrupt.at_once = at_once
+  try:
+    yield
+  finally:
+    _Interrupt.at_once, _Interrupt.notes = saved
 
 
 def _parse_flags(argv):
@@ -107,7 +158,7 @@ def _parse_flags(argv):
     sys.exit(1)
 
 
-def run(main, interrupted_note=None, terminated_note=None):
+def run(main, interrupted_note=None, terminated_note=None, saves_on_signal=False):
   """Runs `main(argv)` under absl and exits with its status.
 
   `main` returns None or an exit status. A flag absl cannot parse, a
@@ -121,17 +172,16 @@ def run(main, interrupted_note=None, terminated_note=None):
   raised by `main` with a note of its own (a trainer that saved on the signal)
   prints that note instead. Any other exception raised after one of these
   signals (`_Interrupt`) is reported as the stop.
+
+  The signals end the process at once (the module doc), unless
+  `saves_on_signal` (a trainer) or within `stop_on_signal(False)`: then they
+  raise, and the lines above come once `main` has unwound.
   """
   def wrapped(argv):
     name = _script_name()
 
     def stopped(signum, note=None):
-      if signum == signal.SIGTERM:
-        note = note or (terminated_note() if terminated_note else None)
-        print(f"{name}: terminated" + (f": {note}" if note else ""), file=sys.stderr)
-      else:
-        note = note or (interrupted_note() if interrupted_note else None)
-        print(f"{name}: interrupted" + (f"; {note}" if note else ""), file=sys.stderr)
+      print(_Interrupt.line(signum, note), file=sys.stderr)
       sys.exit(128 + signum)
 
     try:
@@ -160,7 +210,9 @@ def run(main, interrupted_note=None, terminated_note=None):
         stopped(_Interrupt.signum)
       raise
     sys.exit(status or 0)
-  for signum in (signal.SIGINT, signal.SIGTERM):  # KeyboardInterrupt / Stopped from here on
+  _Interrupt.at_once = not saves_on_signal
+  _Interrupt.notes = {signal.SIGINT: interrupted_note, signal.SIGTERM: terminated_note}
+  for signum in (signal.SIGINT, signal.SIGTERM):  # `_Interrupt`'s from here on
     signal.signal(signum, _Interrupt.handler)
   _find_gpus_without_cuinit_error()
   app.run(wrapped, flags_parser=_parse_flags)

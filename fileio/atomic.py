@@ -8,6 +8,14 @@ any file is, so its mode follows the umask. A target that is a symbolic
 link is written where the link points; the link stays. A
 process killed mid-write (SIGKILL) cannot delete its temporary: the next
 write of the same local target removes those of processes no longer running.
+
+Every temporary is also held in this process's registry (`hold` / `let_go`)
+from before it is created until it is renamed or deleted: a signal handler
+that ends the process at once (`cli.run`'s, for a script with nothing to
+save) calls `remove_held` instead of unwinding through library code. The
+registry names only paths this process made (temporaries named by its pid, a
+lock it created) and a user's output it moved aside, which `remove_held` puts
+back; never a committed output.
 """
 
 import contextlib
@@ -54,6 +62,39 @@ def tensorflow_full_disk(error, path):
     if os.strerror(code) in error.message:
       return OSError(code, os.strerror(code), path)
   return None
+
+
+# {path this process made and deletes when done: None, or a user's output moved aside to
+# path: the target it is put back to}; see `remove_held`.
+_HELD = {}
+
+
+def hold(path, moved_from=None):
+  """Registers `path` (a temporary, a lock) for `remove_held` to delete, or, with
+  `moved_from`, a user's output moved aside to `path` for it to put back."""
+  _HELD[path] = moved_from
+
+
+def let_go(path):
+  """Unregisters `path`: committed (renamed away), deleted, or no longer to be put back."""
+  _HELD.pop(path, None)
+
+
+def _delete_held(path):
+  filesystem.delete(path)
+  let_go(path)
+
+
+def remove_held():
+  """Deletes what `hold` registered and puts a moved-aside output back where it was (unless
+  its replacement is in place already): what a signal handler that ends the process at once
+  calls. Runs between two bytecodes of the main thread, so a rename is whole or not begun."""
+  for path, moved_from in list(_HELD.items()):
+    if moved_from is not None and filesystem.exists(path) and not filesystem.exists(moved_from):
+      filesystem.rename(path, moved_from)
+    else:
+      filesystem.delete(path)
+  _HELD.clear()
 
 
 def process_is_running(pid):
@@ -107,10 +148,11 @@ class AtomicFile:
     if parent:
       filesystem.makedirs(parent)
     remove_stale_temporaries(self.path)
+    hold(self.temp_path)
     try:
       self.file = filesystem.open_file(self.temp_path, mode)
     except BaseException as e:  # Ctrl-C can land just after the file is created
-      filesystem.delete(self.temp_path)
+      _delete_held(self.temp_path)
       name_output(e, self.path)
       raise
 
@@ -122,6 +164,7 @@ class AtomicFile:
       name_output(e, self.path)
       self.abort()
       raise
+    let_go(self.temp_path)  # after the rename: deleting the renamed temporary is a no-op
 
   def abort(self):
     """Closes and deletes the temporary, also when closing fails (a full disk)."""
@@ -129,7 +172,7 @@ class AtomicFile:
       self.file.close()
     except Exception:  # pylint: disable=broad-except  (discarded: only its deletion matters)
       pass
-    filesystem.delete(self.temp_path)
+    _delete_held(self.temp_path)
 
 
 @contextlib.contextmanager
@@ -159,10 +202,11 @@ def _new_directory_beside(path, kind):
   temp = temporary_path(path, kind)
   filesystem.delete(temp)  # left by a crashed process that had our pid
   remove_stale_temporaries(path)
+  hold(temp)
   try:
     filesystem.makedirs(temp)
   except BaseException as e:  # Ctrl-C can land just after the directory is made
-    filesystem.delete(temp)
+    _delete_held(temp)
     name_output(e, path, kind)
     raise
   return temp
@@ -189,11 +233,12 @@ def atomic_directory(path, overwrite=True):
     else:
       rename_new(temp, path)
   except BaseException as e:
-    filesystem.delete(temp)
+    _delete_held(temp)
     full_disk = tensorflow_full_disk(e, path)
     if full_disk:
       raise full_disk from None
     raise
+  let_go(temp)  # after the rename, as AtomicFile.commit
 
 
 @contextlib.contextmanager
@@ -203,15 +248,15 @@ def staging_directory(path):
   left by a killed process is removed by the next write of `path` (none is left in $TMPDIR);
   elsewhere (gs://) a local temporary directory."""
   path = _link_target(path)
-  if not filesystem.is_local(path):
-    with tempfile.TemporaryDirectory() as staging:
-      yield staging
-    return
-  staging = _new_directory_beside(path, "staging")
+  if filesystem.is_local(path):
+    staging = _new_directory_beside(path, "staging")
+  else:
+    staging = tempfile.mkdtemp()
+    hold(staging)
   try:
     yield staging
   finally:
-    filesystem.delete(staging)
+    _delete_held(staging)
 
 
 def rename_new(source, target):
@@ -255,11 +300,13 @@ def replace_directory(source, target):
   filesystem.delete(old)
   had_target = filesystem.exists(target)
   if had_target:
+    hold(old, moved_from=target)  # from here to the end, `remove_held` puts it back
     filesystem.rename(target, old)
   try:
     filesystem.rename(source, target)
   except BaseException:
     if had_target:
       filesystem.rename(old, target)
+      let_go(old)
     raise
-  filesystem.delete(old)
+  _delete_held(old)

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.multiprocess
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))
 
 
-def _script(tmp_path, body):
+def _script(tmp_path, body, saves_on_signal=False):
   """A script `demo.py` whose main runs `body` under cli.run."""
   path = tmp_path / "demo.py"
   path.write_text(textwrap.dedent("""
@@ -29,8 +30,8 @@ def _script(tmp_path, body):
       def main(argv):
       {}
 
-      cli.run(main)
-      """).format(textwrap.indent(textwrap.dedent(body), "  ")))
+      cli.run(main, saves_on_signal={})
+      """).format(textwrap.indent(textwrap.dedent(body), "  "), saves_on_signal))
   return [sys.executable, str(path)]
 
 
@@ -83,9 +84,11 @@ def test_exit_status_of_main(tmp_path):
   assert out.returncode == 3 and out.stderr == ""
 
 
+@pytest.mark.parametrize("saves_on_signal", [False, True])
 @pytest.mark.parametrize("signum, code, line", [(signal.SIGINT, 130, "demo: interrupted\n"),
                                                 (signal.SIGTERM, 143, "demo: terminated\n")])
-def test_ctrl_c_is_exit_130_and_sigterm_143(tmp_path, signum, code, line):
+def test_ctrl_c_is_exit_130_and_sigterm_143(tmp_path, signum, code, line, saves_on_signal):
+  """A script with nothing to save ends at once; a trainer (saves_on_signal) unwinds first."""
   body = """
       try:
         print("ready", flush=True)
@@ -93,17 +96,17 @@ def test_ctrl_c_is_exit_130_and_sigterm_143(tmp_path, signum, code, line):
       finally:
         print("cleaned up", flush=True)
       """
-  process = subprocess.Popen(_script(tmp_path, body), stdout=subprocess.PIPE,
+  process = subprocess.Popen(_script(tmp_path, body, saves_on_signal), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=ENV)
   assert process.stdout.readline() == "ready\n"
   process.send_signal(signum)
   stdout, stderr = process.communicate(timeout=30)
-  assert (process.returncode, stderr, stdout) == (code, line, "cleaned up\n")
+  assert (process.returncode, stderr, stdout) == (code, line, "cleaned up\n" * saves_on_signal)
 
 
 def test_an_exception_caused_by_ctrl_c_is_still_exit_130(tmp_path):
-  """Ctrl-C inside a library's cleanup can surface as another exception (TensorFlow's
-  tf_stack asserts "Concurrent access?" when it cuts a SavedModel save)."""
+  """In a trainer, Ctrl-C inside a library's cleanup can surface as another exception
+  (TensorFlow's tf_stack asserts "Concurrent access?" when it cuts a SavedModel save)."""
   body = """
       try:
         print("ready", flush=True)
@@ -111,12 +114,66 @@ def test_an_exception_caused_by_ctrl_c_is_still_exit_130(tmp_path):
       finally:
         assert False, "Concurrent access?"
       """
-  process = subprocess.Popen(_script(tmp_path, body), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=ENV)
+  process = subprocess.Popen(_script(tmp_path, body, saves_on_signal=True),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
   assert process.stdout.readline() == "ready\n"
   process.send_signal(signal.SIGINT)
   _, stderr = process.communicate(timeout=30)
   assert (process.returncode, stderr) == (130, "demo: interrupted\n")
+
+
+# Python callbacks that TensorFlow's C++ calls: nest's, and a tf.function's while it is traced.
+_IN_TENSORFLOW_CALLBACKS = """
+    import sys
+    import tensorflow as tf
+    from fileio import atomic
+    atomic.atomic_write_text("committed.txt", "kept")
+    structure = {"a": [tf.constant(1.0)] * 200, "b": (tf.constant(2.0),) * 200}
+    with (atomic.atomic_output("out.txt") as f, atomic.staging_directory("export"),
+          atomic.atomic_directory("export") as new):
+      f.write("half")
+      print("ready", file=sys.stderr, flush=True)
+      while True:
+        tf.nest.map_structure(lambda x: x, structure)
+        tf.function(lambda s: tf.nest.map_structure(lambda x: x * 2.0, s)).get_concrete_function(
+            structure)
+    """
+
+
+@pytest.fixture(name="tf_fork_server", scope="module")
+def fixture_tf_fork_server(tmp_path_factory):
+  server = ForkServer(("tensorflow",), ENV, tmp_path_factory.mktemp("server") / "server.log")
+  yield server
+  server.close()
+
+
+@pytest.mark.parametrize("signum, delay", [(signal.SIGINT, 0.0), (signal.SIGINT, 0.3),
+                                           (signal.SIGINT, 0.8), (signal.SIGTERM, 0.5),
+                                           (signal.SIGINT, 1.5)])
+def test_a_signal_inside_tensorflow_is_one_line_and_leaves_no_temporary(
+    tmp_path, tf_fork_server, signum, delay):
+  """A signal that lands in Python code TensorFlow's C++ called (where an exception comes out
+  as a SystemError, its traceback printed by the library) ends the process at once: one line,
+  the temporaries deleted, what was committed and the user's files kept."""
+  (tmp_path / "export").mkdir()
+  (tmp_path / "export" / "users.txt").write_text("mine")
+  command = _script(tmp_path, _IN_TENSORFLOW_CALLBACKS)
+  (tmp_path / "stderr.txt").touch()
+  process = tf_fork_server.start(command[1:], tmp_path, tmp_path / "stderr.txt")
+  try:
+    while "ready" not in (tmp_path / "stderr.txt").read_text():
+      assert process.poll(0.05) is None, (tmp_path / "stderr.txt").read_text()
+    time.sleep(delay)
+    process.send_signal(signum)
+    code = process.wait(timeout=60)
+  finally:
+    process.kill()
+  stderr = (tmp_path / "stderr.txt").read_text()
+  name = "interrupted" if signum == signal.SIGINT else "terminated"
+  assert (code, stderr.split("ready\n", 1)[1]) == (128 + signum, f"demo: {name}\n"), stderr
+  assert sorted(os.listdir(tmp_path)) == ["committed.txt", "demo.py", "export", "stderr.txt"]
+  assert ((tmp_path / "committed.txt").read_text(), os.listdir(tmp_path / "export")) == (
+      "kept", ["users.txt"])
 
 
 def test_a_healthy_tensorflow_run_prints_no_error_level_line(tmp_path):

@@ -207,6 +207,70 @@ def test_failed_directory_move_puts_the_old_one_back(tmp_path, monkeypatch):
   assert os.listdir(target) == ["v1"] and os.listdir(tmp_path) == ["export"]
 
 
+class _Exited(BaseException):
+  """What `os._exit` does to the rest of a test: nothing of it runs."""
+
+
+def test_a_signal_handler_deletes_held_temporaries_never_a_committed_output(tmp_path):
+  """`remove_held` (what cli's handler calls before it ends the process at once), run while
+  writers hold a file, a directory and an export's staging: those go; what was committed
+  before and what the user had stay."""
+  atomic_write_text(tmp_path / "committed.txt", "kept")
+  (tmp_path / "export").mkdir()
+  (tmp_path / "export" / "users.txt").write_text("mine")
+  with pytest.raises(_Exited):
+    with (atomic_output(tmp_path / "out.txt") as f, fileio.staging_directory(tmp_path / "export"),
+          atomic_directory(tmp_path / "export") as new):
+      f.write("half")
+      (tmp_path / new / "model.pb").write_text("half")
+      fileio.atomic.remove_held()
+      listed = sorted(os.listdir(tmp_path))
+      raise _Exited
+  assert listed == ["committed.txt", "export"]
+  assert (tmp_path / "committed.txt").read_text() == "kept"
+  assert os.listdir(tmp_path / "export") == ["users.txt"]
+  assert not fileio.atomic._HELD  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize("before", ["rename 1", "rename 2", "delete old"])
+def test_a_signal_handler_during_a_directory_swap_leaves_one_whole_export(
+    tmp_path, monkeypatch, before):
+  """The handler runs before the swap's 1st rename (the user's export aside), its 2nd (the new
+  one in place), or as the old one is deleted: the user's export is put back, or the new one is
+  whole; no temporary is left."""
+  target = tmp_path / "export"
+  target.mkdir()
+  (target / "v1").write_text("1")
+  real_rename, real_delete = filesystem.rename, filesystem.delete
+  renames = []
+
+  def handler_runs():
+    monkeypatch.undo()
+    fileio.atomic.remove_held()
+    monkeypatch.setattr(filesystem, "rename", lambda *args: None)  # nothing runs after os._exit
+    monkeypatch.setattr(filesystem, "delete", lambda *args: None)
+    raise _Exited
+
+  def rename(source, dest):
+    renames.append(source)
+    if before == f"rename {len(renames)}":
+      handler_runs()
+    real_rename(source, dest)
+
+  def delete(path):
+    if before == "delete old" and ".old-" in os.fspath(path) and os.path.exists(path):
+      handler_runs()
+    real_delete(path)
+
+  monkeypatch.setattr(filesystem, "rename", rename)
+  monkeypatch.setattr(filesystem, "delete", delete)
+  with pytest.raises(_Exited):
+    with atomic_directory(target) as new:
+      (tmp_path / new / "v2").write_text("2")
+  assert os.listdir(tmp_path) == ["export"]
+  assert os.listdir(target) == (["v2"] if before == "delete old" else ["v1"])
+
+
 def test_temporaries_of_killed_processes_are_removed_by_the_next_write(tmp_path):
   dead = subprocess.Popen([sys.executable, "-c", "pass"])
   dead.wait()

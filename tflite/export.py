@@ -17,7 +17,6 @@ The model is built with Keras' stock layers ("keras" kernels) on every token
 
 import os
 import re
-import tempfile
 
 from absl import logging
 import numpy as np
@@ -185,7 +184,7 @@ def export_tflite(model_dir, vocab_file, do_lower_case, max_seq_length, output_f
     for layer in model.submodules:
       if isinstance(layer, SelfAttention):
         layer.select_mask = True
-  with tempfile.TemporaryDirectory() as staging:
+  with fileio.staging_directory(output_file) as staging:
     label_file = labels_lib.save_label_list(staging, label_list or [], is_regression)
     module = LiteClassifierModule(model, vocab_file, do_lower_case, max_seq_length, label_list,
                                   is_regression, label_file,

@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 from typing import Optional
 
+import cli
 from cli import FlagError
 from cli.options import option
 import modeling
@@ -55,9 +56,17 @@ class Job:
     return [(key, method) for key, flag, method in STEPS if getattr(self.options, flag, None)]
 
   def run(self):
-    """Runs the requested steps; returns their results keyed train/eval/predict/export."""
+    """Runs the requested steps; returns their results keyed train/eval/predict/export.
+
+    The export has nothing to save (the checkpoint is kept): on a signal it ends at once
+    (`cli.stop_on_signal`), as an export script does.
+    """
     self.check_inputs()
-    return {key: getattr(self, method)() for key, method in self.steps()}
+    results = {}
+    for key, method in self.steps():
+      with cli.stop_on_signal(True) if key == "export" else contextlib.nullcontext():
+        results[key] = getattr(self, method)()
+    return results
 
   def train_steps(self, num_examples, epochs):
     """num_train_steps for `epochs` over `num_examples` at train_batch_size."""

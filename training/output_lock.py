@@ -14,7 +14,7 @@ import socket
 from absl import logging
 
 from cli import FlagError
-from fileio.atomic import process_is_running
+from fileio.atomic import hold, let_go, process_is_running
 from fileio.filesystem import is_local
 
 LOCK_NAME = ".run.lock"
@@ -52,6 +52,7 @@ class OutputDirLock:
                         holder[0])
         os.remove(self.path)
         continue
+      hold(self.path)  # ours from here: deleted if a signal ends the process at once
       with os.fdopen(fd, "w") as f:
         f.write(f"{me[0]} {me[1]}\n")
       self._owned = True
@@ -70,6 +71,7 @@ class OutputDirLock:
     """Removes the lock file if this object created it."""
     if self._owned:
       self._owned = False
+      let_go(self.path)  # first: once removed, the path may be another run's lock
       try:
         os.remove(self.path)
       except FileNotFoundError:
