@@ -756,6 +756,13 @@ ROWS = [
     Row("ctrl-c-tfhub", "export_tfhub", SCRIPT_FLAGS["export_tfhub"], 130,
         r"export_tfhub: interrupted", absent=("hub",), interrupt=r"loaded \d+ weights",
         slow=True),
+    # A trainer's export (its checkpoint, if any, is kept by then) ends at once as export_tfhub.
+    Row("ctrl-c-classifier-export", "run_classifier", with_flags(
+        "run_classifier", "--init_checkpoint={data}/pre", "--export_dir={tmp}/export",
+        drop=("--do_train",)), 130,
+        r"(?m)^run_classifier: interrupted; no checkpoint in .*/out yet: the same command "
+        r"starts over$", absent=("export", "out/.run.lock"), interrupt=r"loaded \d+ weights",
+        slow=True),
     # SIGTERM (preemption) once training started: the step in flight, a checkpoint, exit 143.
     *(Row(f"sigterm-{script}", script, flags, 143,
           rf"(?m)^{script}: terminated: kept .*{CKPT}; the same command resumes from step \d+$",
