@@ -115,12 +115,15 @@ class _Interrupt:
     del frame
     cls.signum = signal.Signals(signum)
     if cls.at_once:
-      try:
-        atomic.remove_held()
-        sys.stderr.flush()  # what the script wrote comes before the line
-      finally:
-        os.write(2, (cls.line(cls.signum) + "\n").encode())
-        os._exit(128 + signum)  # pylint: disable=protected-access
+      # Each step whatever the one before did: nothing may escape into the code it cut.
+      for step in (atomic.remove_held,
+                   sys.stderr.flush,  # what the script wrote comes before the line
+                   lambda: os.write(2, (cls.line(cls.signum) + "\n").encode())):
+        try:
+          step()
+        except Exception:  # pylint: disable=broad-except
+          pass
+      os._exit(128 + signum)  # pylint: disable=protected-access
     if signum == signal.SIGINT:
       raise KeyboardInterrupt
     raise Stopped(signum)
