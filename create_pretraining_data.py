@@ -27,11 +27,9 @@ def main(argv):
     signal.signal(signal.SIGTERM, pipeline.request_stop)
     summary = pipeline.run(config)
   else:
-    # The launcher waits on the runner: Ctrl-C and SIGTERM interrupt it (KeyboardInterrupt, as
-    # the runner expects), it cancels the job and deletes the shards' temporaries.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    with cli.stop_on_signal(False):
-      summary = beam_pipeline.run(config)
+    # Ctrl-C and SIGTERM end the launcher at once, deleting the shards' temporaries (cli.run):
+    # unwound, Beam's runner printed the exception's traceback from its threads.
+    summary = beam_pipeline.run(config)
   print("\n".join(summary.lines()), file=sys.stderr)
 
 

@@ -9,7 +9,8 @@ into one line `<script>: error: <message>` and exit status 1, as it does a flag
 absl cannot parse and a full disk. Ctrl-C becomes
 `<script>: interrupted` and exit status 130, SIGTERM `<script>: terminated` and 143, also
 while the script is still importing. A script with nothing to save ends at once, its
-temporaries deleted; a trainer first saves a checkpoint (`cli.Stopped`, `cli.stop_on_signal`).
+temporaries deleted; a trainer first saves a checkpoint (`cli.Stopped`) but in its export
+(`cli.exit_on_signal`).
 Any other exception is a bug and keeps its traceback.
 
 Importing `cli` also turns on TensorFlow's oneDNN CPU kernels (see `ONEDNN_ENV`).
@@ -45,6 +46,6 @@ if os.path.dirname(os.path.abspath(_main)) == os.path.dirname(os.path.dirname(__
   signal.signal(signal.SIGTERM, _stopped_while_starting)
 
 from cli.errors import FlagError, UserError  # pylint: disable=wrong-import-position
-from cli.app import Stopped, run, stop_on_signal  # pylint: disable=wrong-import-position
+from cli.app import Stopped, exit_on_signal, run  # pylint: disable=wrong-import-position
 
-__all__ = ["FlagError", "ONEDNN_ENV", "Stopped", "UserError", "run", "stop_on_signal"]
+__all__ = ["FlagError", "ONEDNN_ENV", "Stopped", "UserError", "exit_on_signal", "run"]

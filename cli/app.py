@@ -8,7 +8,7 @@ come out as another one, or be printed with its traceback by the library,
 before `run` could make it one line. It deletes the temporaries the atomic
 writers hold (`fileio.atomic.remove_held`), prints the line and exits. A
 trainer saves a checkpoint on SIGTERM and names the one kept on Ctrl-C: it
-gets KeyboardInterrupt or `Stopped` to unwind with (`stop_on_signal`).
+gets KeyboardInterrupt or `Stopped` to unwind with (but in `exit_on_signal`).
 
 A healthy run prints no error-level line: on a machine without an NVIDIA
 driver, TensorFlow's CUDA start-up logs `E... failed call to cuInit` (with
@@ -130,20 +130,17 @@ class _Interrupt:
 
 
 @contextlib.contextmanager
-def stop_on_signal(at_once):
-  """Within: SIGINT and SIGTERM end the process at once (at_once), or raise KeyboardInterrupt
-  or `Stopped` (not at_once), whatever `run` was told.
+def exit_on_signal():
+  """Within: SIGINT and SIGTERM end the process at once, also in a trainer.
 
-  A trainer's phase after its checkpoint is kept (its export) has nothing to
-  save: at once, with the notes (the checkpoint kept) worked out on entry, so
-  that the handler calls no TensorFlow. A launcher whose runner must be
-  cancelled (Beam's) unwinds.
+  For a trainer's phase after its checkpoint is kept (its export), which has
+  nothing to save. The notes (the checkpoint kept) are worked out on entry, so
+  that the handler calls no TensorFlow.
   """
   saved = _Interrupt.at_once, _Interrupt.notes
-  if at_once:
-    _Interrupt.notes = {signum: (lambda text=note(): text)
-                        for signum, note in _Interrupt.notes.items() if note}
-  _Interrupt.at_once = at_once
+  _Interrupt.notes = {signum: (lambda text=note(): text)
+                      for signum, note in _Interrupt.notes.items() if note}
+  _Interrupt.at_once = True
   try:
     yield
   finally:
@@ -177,8 +174,8 @@ def run(main, interrupted_note=None, terminated_note=None, saves_on_signal=False
   signals (`_Interrupt`) is reported as the stop.
 
   The signals end the process at once (the module doc), unless
-  `saves_on_signal` (a trainer) or within `stop_on_signal(False)`: then they
-  raise, and the lines above come once `main` has unwound.
+  `saves_on_signal` (a trainer, but in `exit_on_signal`): then they raise, and
+  the lines above come once `main` has unwound.
   """
   def wrapped(argv):
     name = _script_name()

@@ -30,7 +30,7 @@ import sys
 import time
 
 from cli import FlagError, UserError
-from fileio.atomic import remove_stale_temporaries, temporary_path
+from fileio.atomic import hold, let_go, remove_stale_temporaries, temporary_path
 from pretraining_data import documents, instances, pipeline, shards, writer
 
 REQUIREMENTS = "requirements-beam.txt"
@@ -224,6 +224,8 @@ def run(config, progress_stream=sys.stderr):
     remove_stale_temporaries(path)
   temp_paths = [temporary_path(path) for path in output_files]
   pieces_dir = temporary_path(config.output_file.strip(), "pieces")
+  for path in temp_paths + [pieces_dir]:
+    hold(path)  # deleted if a signal ends the launcher at once (cli.run)
   print(f"Running the Beam pipeline on {type(runner).__name__} ({len(input_files)} input "
         f"file(s) -> {len(output_files)} shard(s))", file=progress_stream, flush=True)
   start = time.monotonic()
@@ -249,6 +251,8 @@ def run(config, progress_stream=sys.stderr):
       FileSystems.delete(left)
     if os.path.isdir(pieces_dir):  # a local folder (object stores have none)
       os.rmdir(pieces_dir)
+    for path in temp_paths + [pieces_dir]:
+      let_go(path)
   read = documents.ReadStats(**{name: counts.pop(f"read_{name}", 0) for name in _READ_COUNTERS})
   empty_documents, chunks = counts.pop("empty_documents", 0), counts.pop("chunks", 0)
   return pipeline.Summary(input_files, output_files, counts["instances"], read, empty_documents,

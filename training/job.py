@@ -59,12 +59,12 @@ class Job:
     """Runs the requested steps; returns their results keyed train/eval/predict/export.
 
     The export has nothing to save (the checkpoint is kept): on a signal it ends at once
-    (`cli.stop_on_signal`), as an export script does.
+    (`cli.exit_on_signal`), as an export script does.
     """
     self.check_inputs()
     results = {}
     for key, method in self.steps():
-      with cli.stop_on_signal(True) if key == "export" else contextlib.nullcontext():
+      with cli.exit_on_signal() if key == "export" else contextlib.nullcontext():
         results[key] = getattr(self, method)()
     return results
 
