@@ -27,14 +27,14 @@ class ModelInputs:
 def build_inputs(ids, spans, max_seq_length, cls_id, sep_id):
   """`[CLS] A [SEP] B [SEP]` + zero padding, gathered from the chunk's flat `ids`."""
   pos = np.arange(max_seq_length)[None, :]  # [1, L]
-  a0, la = spans.a_start[:, None], spans.a_len[:, None]  # [n, 1]
-  b0, lb = spans.b_start[:, None], spans.b_len[:, None]
-  in_a = (pos >= 1) & (pos <= la)
-  in_b = (pos >= la + 2) & (pos < la + 2 + lb)
-  src = np.where(in_a, a0 + pos - 1, np.where(in_b, b0 + pos - la - 2, 0))  # [n, L]
-  input_ids = np.where(in_a | in_b, np.asarray(ids)[src], 0).astype(np.int32)
-  rows = np.arange(len(la))
+  la = spans.a_len[:, None]  # [n, 1]
   lengths = spans.a_len + spans.b_len + 3
+  # Position p reads ids[a_start + p - 1] up to A's end, ids[b_start + p - a_len - 2] after
+  # it; [CLS], both [SEP] and the padding are set below.
+  src = np.where(pos <= la, spans.a_start[:, None] - 1, spans.b_start[:, None] - la - 2) + pos
+  input_ids = np.take(np.asarray(ids), src, mode="clip").astype(np.int32, copy=False)  # [n, L]
+  input_ids[pos >= lengths[:, None]] = 0
+  rows = np.arange(len(la))
   input_ids[:, 0] = cls_id
   input_ids[rows, spans.a_len + 1] = sep_id
   input_ids[rows, lengths - 1] = sep_id
