@@ -35,21 +35,34 @@ _RECORD_HEADERS = _RecordHeaders()
 _FOOTER = struct.Struct("<I")
 
 
-def frame_parts(parts):
-  """`frame_record(b"".join(parts))` as pieces: (header, *parts, footer); a caller that joins
-  many records at once does not copy each record's data an extra time."""
-  crc, size = 0, 0
-  for part in parts:
-    crc = google_crc32c.extend(crc, part)
-    size += len(part)
-  if len(_RECORD_HEADERS) > 1 << 16:  # a cache of the lengths seen, bounded
-    _RECORD_HEADERS.clear()
-  return (_RECORD_HEADERS[size], *parts, _FOOTER.pack(_mask(crc)))
+def frame_many(records, prefixes=None):
+  """Many records framed end to end -> (bytes, ends of the records [n]).
+
+  `prefixes`: optional {len(data): bytes} that go before each record's data, inside the
+  record (a message's tag and length), so that data need not be copied to prepend them.
+  """
+  headers, footer, extend, value = (
+      _RECORD_HEADERS, _FOOTER.pack, google_crc32c.extend, google_crc32c.value)
+  if len(headers) > 1 << 16:  # a cache of the lengths seen, bounded
+    headers.clear()
+  pieces, ends, end = [], [], 0
+  add = pieces.extend
+  for data in records:
+    size = len(data)
+    if prefixes is None:
+      add((headers[size], data, footer(_mask(value(data)))))
+    else:
+      prefix = prefixes[size]
+      size += len(prefix)
+      add((headers[size], prefix, data, footer(_mask(extend(value(prefix), data)))))
+    end += size + 16
+    ends.append(end)
+  return b"".join(pieces), ends
 
 
 def frame_record(data):
   """The bytes of one TFRecord holding `data`."""
-  return b"".join(frame_parts((data,)))
+  return frame_many((data,))[0]
 
 
 def count_records(path):

@@ -236,6 +236,18 @@ def _truncation(a_len, b_len, max_num_tokens):
   return cut_a + excess // 2, cut_b + (excess + 1) // 2
 
 
+def _randint(getrandbits, a, b):
+  """`random.Random.randint(a, b)` (a <= b) from the same bits of `getrandbits`, the Random's
+  method: the draw of CPython's `_randbelow` without `randrange`'s argument checks, which
+  cost more than the draw itself."""
+  n = b - a + 1
+  k = n.bit_length()
+  r = getrandbits(k)
+  while r >= n:
+    r = getrandbits(k)
+  return a + r
+
+
 def create_instance_spans(chunk, doc_indices, max_seq_length, short_seq_prob, rng):
   """Google's `create_instances_from_document` for each document in `doc_indices`.
 
@@ -249,7 +261,7 @@ def create_instance_spans(chunk, doc_indices, max_seq_length, short_seq_prob, rn
   starts = np.asarray(chunk.sentence_starts)
   doc_starts = np.asarray(chunk.doc_starts).tolist()
   n_docs = chunk.num_documents
-  rand, randint, getrandbits = rng.random, rng.randint, rng.getrandbits
+  rand, getrandbits = rng.random, rng.getrandbits
   a_start, a_len, b_start, b_len, is_random = [], [], [], [], []
   short_docs = 0
   for d in doc_indices:
@@ -258,24 +270,24 @@ def create_instance_spans(chunk, doc_indices, max_seq_length, short_seq_prob, rn
     n = s1 - s0
     target = max_num_tokens
     if rand() < short_seq_prob:
-      target = randint(2, max_num_tokens)
+      target = _randint(getrandbits, 2, max_num_tokens)
       short_docs += 1
     first = 0  # first sentence of the current group
     i = 0
     while i < n:
       if i == n - 1 or offs[i + 1] - offs[first] >= target:
         k = i - first + 1
-        a_end = first + (randint(1, k - 1) if k >= 2 else 1)
+        a_end = first + (_randint(getrandbits, 1, k - 1) if k >= 2 else 1)
         sa, la = offs[first], offs[a_end] - offs[first]
         if k == 1 or rand() < 0.5:
           random_next = True
           target_b = target - la
           for _ in range(10):
-            r = randint(0, n_docs - 1)
+            r = _randint(getrandbits, 0, n_docs - 1)
             if r != d:
               break
           r0, r1 = doc_starts[r], doc_starts[r + 1]
-          j = r0 + randint(0, r1 - r0 - 1)
+          j = r0 + _randint(getrandbits, 0, r1 - r0 - 1)
           sb = int(starts[j])
           # Sentences from j on until B reaches its target or the document ends.
           ends = starts[j + 1:r1 + 1]

@@ -303,6 +303,18 @@ def test_frame_record_is_read_by_tensorflow(root):
   assert [r.numpy() for r in tf.data.TFRecordDataset(path)] == [b"hello world"] * 2 + [b""]
 
 
+def test_frame_many_equals_framed_records_end_to_end():
+  records = [b"a", b"", b"x" * 300]
+  data, ends = fileio.tfrecord.frame_many(records)
+  assert data == b"".join(map(fileio.frame_record, records))
+  assert ends == [17, 33, 349]
+  # A prefix per length goes inside the record, under its CRCs.
+  prefixes = {n: bytes([n % 256]) * 3 for n in (1, 0, 300)}
+  data, ends = fileio.tfrecord.frame_many(records, prefixes)
+  assert data == b"".join(fileio.frame_record(prefixes[len(r)] + r) for r in records)
+  assert ends == [20, 39, 358]
+
+
 # Three framed records of 5, 0 and 300 bytes: 21, 16 and 316 bytes of file.
 RECORDS = b"".join(fileio.frame_record(b"x" * n) for n in (5, 0, 300))
 

@@ -304,6 +304,26 @@ def test_single_piece_masking_split_and_positions(tokenizer):
   assert counts[1:51].std() / counts[1:51].mean() < 0.1
 
 
+def test_single_piece_choice_equals_sorted_choice():
+  """The threshold choice of single pieces picks what the argsort of all keys picks, and
+  leaves a tie at a threshold to it."""
+  rng = np.random.default_rng(3)
+  n = 500
+  lengths = rng.integers(5, SEQ + 1, n)
+  a_lengths = rng.integers(1, lengths - 3)
+  inputs = masking.ModelInputs(np.zeros((n, SEQ), np.int32), lengths, a_lengths)
+  k = np.minimum(PRED, np.maximum(1, np.rint(lengths * rng.choice([0.15, 0.5, 1.0], n)))).astype(
+      np.int64)
+  keys = rng.random((n, SEQ))
+  fast = masking._chosen_pieces(inputs, k, keys.copy())  # pylint: disable=protected-access
+  assert fast is not None
+  np.testing.assert_array_equal(  # pylint: disable=protected-access
+      fast, masking._chosen_groups(inputs, k, None, keys.copy()))
+  assert (fast.sum(axis=1) == np.minimum(k, lengths - 3)).all()
+  tied = np.round(keys, 1)  # many equal keys: the sorted choice decides
+  assert masking._chosen_pieces(inputs, k, tied.copy()) is None  # pylint: disable=protected-access
+
+
 def test_tokenized_ids_equal_full_tokenizer(tokenizer, shared_dir):
   """The memoised word lookup gives exactly FullTokenizer's ids, line by line."""
   text = (shared_dir / "data" / "corpus" / "wikitext2_valid.txt").read_text()
