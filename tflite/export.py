@@ -35,7 +35,6 @@ from fileio import InputError
 import modeling
 from modeling.checkpoints.auto import GOOGLE_CONFIG_NAME
 from modeling.kernels import kernels_scope
-from modeling.layers.attention import SelfAttention
 import tokenization
 from tflite.text import LiteTokenizer
 
@@ -181,10 +180,6 @@ def export_tflite(model_dir, vocab_file, do_lower_case, max_seq_length, output_f
       config.vocab_size, os.path.join(model_dir, GOOGLE_CONFIG_NAME))
   calibration = (calibration_texts(task_name, data_dir, num_calibration_rows, task_options)
                  if quantize == "int8" else None)
-  if quantize == "int8":  # the padding mask as a select: see SelfAttention.select_mask
-    for layer in model.submodules:
-      if isinstance(layer, SelfAttention):
-        layer.select_mask = True
   with tempfile.TemporaryDirectory() as staging:
     label_file = labels_lib.save_label_list(staging, label_list or [], is_regression)
     module = LiteClassifierModule(model, vocab_file, do_lower_case, max_seq_length, label_list,
