@@ -30,7 +30,8 @@ class ExportOptions:
   overwrite: bool = option(False, "Replace output_file if it exists.")
   quantize: str = option(
       "none", "none: float32; float16: float16 weights; dynamic_int8: int8 weights, float "
-      "activations; int8: int8 weights and activations (LayerNorms and residual sums float), "
+      "activations; int8: int8 weights and activations (LayerNorms, residual sums and "
+      "attention scores float), "
       "calibrated on --num_calibration_rows rows of the task's training file (--task_name, "
       "--data_dir).",
       choices=tflite.QUANTIZATIONS)

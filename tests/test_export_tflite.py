@@ -5,17 +5,20 @@ seconds, which a tiny random-init model on a slice of SST-2 does not): the float
 gives the SavedModel's probabilities (<= 1e-5) on GLUE SST-2 dev rows (serve_text) and MRPC
 dev pairs (serve_text_pair), and on ids (serving_default, plus logits); int8, calibrated on
 training rows, agrees with float32 on the label of the sentiment dev rows in a process that
-imports only tensorflow and tensorflow_text; float16 and dynamic int8 stay close.
+imports only tensorflow and tensorflow_text, and keeps its float scope float in every signature;
+float16 and dynamic int8 stay close.
 The tokenizer's ids against FullTokenizer on fixture texts and the corpora; errors (the
 script's one-line errors: test_cli_error_table.py).
 """
 
 import os
+import re
 import unicodedata
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.lite.python import schema_py_generated as schema
 
 from classification import run
 import cli
@@ -171,6 +174,29 @@ def test_float16_and_dynamic_int8_stay_close(tflite_file, shared_dir, quantize, 
   np.testing.assert_allclose(ours["probabilities"], reference["probabilities"], atol=atol)
   assert ours["label"].tolist() == reference["label"].tolist()
   assert os.path.getsize(tflite_file(quantize)) < size * os.path.getsize(tflite_file("none"))
+
+
+@pytest.mark.slow
+def test_int8_float_scope_holds_in_every_signature(tflite_file):
+  """The float scope's ops are float32 in every signature's subgraph (whose tensor names carry
+  the subgraph's index), the rest of the encoder int8; a scope that matches nothing in a
+  signature fails."""
+  with open(tflite_file("int8"), "rb") as f:
+    content = f.read()
+  model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(content, 0))
+  types = {(g.name.decode(), t.name.decode()): t.type for g in model.subgraphs for t in g.tensors}
+  names = tflite.export.tensor_names(content)
+  assert set(names) == {"serve_text", "serve_text_pair", "serving_default"}
+  for graph, ops in names.items():
+    kinds = {}
+    for tensor, op in ops.items():
+      for kind, pattern in (("float", tflite.export.INT8_FLOAT_SCOPE),
+                            ("int8", r"/layer_\d+/(attention/query|intermediate)/BiasAdd$")):
+        if re.search(pattern, op):
+          kinds.setdefault(kind, set()).add(types[graph, tensor])
+    assert kinds == {"float": {schema.TensorType.FLOAT32}, "int8": {schema.TensorType.INT8}}, graph
+  with pytest.raises(RuntimeError, match="no tensor of serve_text, serving_default matches"):
+    tflite.export.scope_tensors(content, r"^serve_text_pair_text_b:0$")
 
 
 # --- the tokenizer's ids against FullTokenizer ------------------------------------------------

@@ -209,16 +209,31 @@ def test_under_xla_every_position_is_packed_with_a_static_size():
     np.testing.assert_array_equal(first[:, 0], [0, 4, 8, 12, 16])
 
 
-def test_select_mask_gives_the_added_masks_attention():
-  """SelfAttention.select_mask (TFLite int8 export) computes what the added -10000 does."""
+def test_the_padding_mask_gives_googles_added_masks_attention():
+  """SelfAttention's select of -10000 computes what Google's added -10000 does, and padding
+  keys get neither weight nor gradient."""
   from modeling.layers import SelfAttention  # pylint: disable=import-outside-toplevel
   layer = SelfAttention(num_heads=2, head_size=4, dropout_rate=0.0, initializer_range=0.5)
   x = tf.random.stateless_normal([3, 5, 8], seed=[1, 2])
   mask = tf.constant([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]])
-  added = layer((x, mask))
-  layer.select_mask = True
-  np.testing.assert_array_equal(layer((x, mask)).numpy(), added.numpy())
-  real = tf.cast(mask, tf.bool)[:, :, None]
+  with tf.GradientTape() as tape:
+    tape.watch(x)
+    selected = layer((x, mask))
+    real = tf.cast(mask, tf.bool)[:, :, None]
+    real_sum = tf.reduce_sum(tf.where(real, selected, 0.0))
+
+  def heads(t):  # [3, 5, 8] -> [3, 2, 5, 4]
+    return tf.transpose(tf.reshape(t, [3, 5, 2, 4]), [0, 2, 1, 3])
+  q, k, v = (heads(dense(x)) for dense in (layer.query, layer.key, layer.value))
+  scores = tf.matmul(q, k, transpose_b=True) / 2.0  # sqrt(head_size)
+  added = scores + (1.0 - tf.cast(mask, tf.float32)[:, None, None, :]) * -10000.0
+  context = tf.matmul(tf.nn.softmax(added), v)  # [3, 2, 5, 4]
+  google = layer.output_dense(tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [3, 5, 8]))
+  np.testing.assert_allclose(selected, google, atol=1e-5)
+  gradient = tape.gradient(real_sum, x)
+  np.testing.assert_array_equal(tf.where(real, 0.0, gradient), tf.zeros_like(x))
+  assert np.all(np.abs(tf.where(real, gradient, 1.0)) > 0)
   changed = layer((tf.where(real, x, 99.0), mask))  # padding keys get no weight
-  np.testing.assert_allclose(tf.where(real, changed, 0.0), tf.where(real, added, 0.0), atol=1e-6)
-  assert not np.allclose(changed[1, 3], added[1, 3])  # a padding query: its own output changes
+  np.testing.assert_allclose(tf.where(real, changed, 0.0), tf.where(real, selected, 0.0),
+                             atol=1e-6)
+  assert not np.allclose(changed[1, 3], selected[1, 3])  # a padding query: its own output changes

@@ -34,20 +34,22 @@ from fileio import InputError
 import modeling
 from modeling.checkpoints.auto import GOOGLE_CONFIG_NAME
 from modeling.kernels import kernels_scope
-from modeling.layers.attention import SelfAttention
 import tokenization
 from tflite.text import LiteTokenizer
 
 # --quantize values: weights and activations float32; weights float16; weights int8 with
 # float activations (dynamic range); weights and activations int8, calibrated on text.
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "int8")
-# --quantize=int8 leaves in float the ops whose output tensor's name matches this: the
-# LayerNorms, the residual sums they normalize and the projections added into those sums
-# (attention output and feed-forward output). As int8 tensors the residual stream, whose few
-# outlier features set the per-tensor scale, loses the resolution of all the others (SST-2
-# teacher: 0.8337 with only the LayerNorms float, 0.8624 with this; float32 0.8647). The
-# matmuls, attention and feed-forward activations stay int8.
-INT8_FLOAT_SCOPE = r"LayerNorm/|/layer_\d+/add(_1)?$|/output[^/]*/BiasAdd$"
+# --quantize=int8 leaves in float the ops whose name matches this: the LayerNorms, the residual
+# sums they normalize and the projections added into them (attention output and feed-forward
+# output), and each attention's scaled queries, scores, padding select, softmax and context
+# (the batch matmuls). As int8 tensors the residual stream, whose few outlier features set the
+# per-tensor scale, loses the resolution of all the others; with int8 scores and softmax a
+# teacher on sentence pairs answered nearly one class; the int8 batch matmuls saved no
+# measurable time (BENCHMARKS.md, "TFLite and int8"). The q/k/v, attention output and
+# feed-forward projections and the embeddings stay int8.
+INT8_FLOAT_SCOPE = (r"LayerNorm/|/layer_\d+/add(_1)?$|/output[^/]*/BiasAdd$"
+                    r"|/attention/(mul|MatMul|SelectV2|Softmax|MatMul_1)$")
 SIGNATURES = (classification_export.SIGNATURE_IDS, classification_export.SIGNATURE_TEXT,
               classification_export.SIGNATURE_TEXT_PAIR)
 
@@ -119,17 +121,44 @@ def _representative_dataset(module, texts):
   return generate
 
 
-def _tensor_names(content):
-  """The names of every tensor of every subgraph of the .tflite bytes `content`."""
+def tensor_names(content):
+  """{subgraph name: {tensor name: the op's name}} of the .tflite bytes `content`.
+
+  The converter names a tensor after the op that makes it; in the second and later
+  subgraphs it appends the subgraph's index to names an earlier subgraph has ("…/add_1"
+  becomes "…/add_11" in subgraph 1): the op's name is the tensor's without that suffix.
+  """
   model = schema_fb.ModelT.InitFromObj(schema_fb.Model.GetRootAsModel(content, 0))
-  return sorted({t.name.decode("utf-8") for g in model.subgraphs for t in g.tensors})
+  names, earlier = {}, set()
+  for index, graph in enumerate(model.subgraphs):
+    ops = {}
+    for tensor in graph.tensors:
+      name = tensor.name.decode("utf-8")
+      op = name[:-len(str(index))] if index and name.endswith(str(index)) else name
+      ops[name] = op if op in earlier else name
+    names[graph.name.decode("utf-8")] = ops
+    earlier.update(ops.values())
+  return names
+
+
+def scope_tensors(content, scope):
+  """The names of the tensors of the .tflite bytes `content` whose op's name matches the regex
+  `scope`; RuntimeError if some subgraph (signature) has none (the model's op names changed)."""
+  matched, missed = [], []
+  for graph, names in tensor_names(content).items():
+    tensors = [t for t, op in names.items() if re.search(scope, op)]
+    matched += tensors
+    missed += [] if tensors else [graph]
+  if missed:
+    raise RuntimeError(f"no tensor of {', '.join(missed)} matches the float scope {scope!r}")
+  return sorted(matched)
 
 
 def convert(module, saved_model_dir, quantize, calibration=None, float_scope=INT8_FLOAT_SCOPE):
   """The .tflite bytes of `module` saved in saved_model_dir, quantized as `quantize`.
 
-  int8 leaves in float the ops whose output's name matches the regex `float_scope` (none
-  if empty).
+  int8 leaves in float the ops whose name matches the regex `float_scope` (none if empty),
+  in every signature; a scope that matches nothing in one of them raises RuntimeError.
   """
   converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir,
                                                        signature_keys=list(SIGNATURES))
@@ -152,11 +181,8 @@ def convert(module, saved_model_dir, quantize, calibration=None, float_scope=INT
     # (QuantizationDebugger's denylist path).
     converter._experimental_calibrate_only = True  # pylint: disable=protected-access
     calibrated = converter.convert()
-    float_nodes = [n for n in _tensor_names(calibrated) if re.search(float_scope, n)
-                   ] if float_scope else []
-    if float_scope and not float_nodes:  # the model's op names changed
-      raise RuntimeError(f"no tensor of the model matches the float scope {float_scope!r}")
-    return lite_convert.mlir_quantize(calibrated, denylisted_nodes=float_nodes or None)
+    float_nodes = scope_tensors(calibrated, float_scope) if float_scope else None
+    return lite_convert.mlir_quantize(calibrated, denylisted_nodes=float_nodes)
   return converter.convert()
 
 
@@ -180,10 +206,6 @@ def export_tflite(model_dir, vocab_file, do_lower_case, max_seq_length, output_f
       config.vocab_size, os.path.join(model_dir, GOOGLE_CONFIG_NAME))
   calibration = (calibration_texts(task_name, data_dir, num_calibration_rows, task_options)
                  if quantize == "int8" else None)
-  if quantize == "int8":  # the padding mask as a select: see SelfAttention.select_mask
-    for layer in model.submodules:
-      if isinstance(layer, SelfAttention):
-        layer.select_mask = True
   with fileio.staging_directory(output_file) as staging:
     label_file = labels_lib.save_label_list(staging, label_list or [], is_regression)
     module = LiteClassifierModule(model, vocab_file, do_lower_case, max_seq_length, label_list,

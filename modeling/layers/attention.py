@@ -11,8 +11,9 @@ from modeling.layers.dropout import dropout_layer
 from modeling.layers.normalization import build_sublayer, truncated_normal
 from modeling.layers.packing import pack, unpack
 
-# Google adds this to the scores of padding keys before the softmax.
-_MASK_ADDER = -10000.0
+# The padding keys' score before the softmax (Google adds it to their scores; we put it in
+# their place: the same weights, exactly 0).
+_MASK_SCORE = -10000.0
 
 
 class SelfAttention(keras.layers.Layer):
@@ -37,14 +38,13 @@ class SelfAttention(keras.layers.Layer):
 
   Built with the current kernel family (`modeling.kernels`), kept as `kernels`.
 
-  `select_mask` (False; set on a built layer): the padding keys' scores are replaced by
-  -10000 (a select) instead of having -10000 added. Float results are the same (both
-  softmax weights are exactly 0); a full-integer TFLite model quantizes the select's -10000
-  into the scores' calibrated range, where the added mask tensor, calibrated on unpadded
-  rows, would quantize to 0 (`tflite.export`).
+  The padding keys' scores are replaced by -10000 (a select) where Google adds -10000 to
+  them: the softmax weights are the same (a padding key's is exactly 0 in float32 either
+  way, and so is its scores' gradient), and a full-integer TFLite model quantizes the
+  select's -10000 into the scores' calibrated range, where an added mask tensor, calibrated
+  on unpadded rows, would quantize to 0 (`tflite.export`). A row with no real token at all
+  (a batch's padding row) attends evenly to every position.
   """
-
-  select_mask = False
 
   def __init__(self, num_heads, head_size, dropout_rate, initializer_range, **kwargs):
     super().__init__(**kwargs)
@@ -92,10 +92,7 @@ class SelfAttention(keras.layers.Layer):
     # A reshape, not [:, None, None, :]: TFLite's StridedSlice adds no axes.
     mask = tf.reshape(tf.cast(input_mask, tf.float32),
                       [tf.shape(input_mask)[0], 1, 1, -1])  # [B, 1, 1, to]
-    if self.select_mask:
-      masked = tf.where(mask > 0.5, scores, _MASK_ADDER)
-    else:
-      masked = scores + (1.0 - mask) * _MASK_ADDER
+    masked = tf.where(mask > 0.5, scores, _MASK_SCORE)
     probs = tf.cast(tf.nn.softmax(masked, axis=-1), self.compute_dtype)
     probs = self.dropout(probs, training=training)
     context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])  # [B, from, N, D]
