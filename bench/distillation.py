@@ -51,6 +51,7 @@ from glue_quality import sliced_data_dir  # pylint: disable=wrong-import-positio
 
 SEQ, TEACHER_EPOCHS, TEACHER_LAYERS = 64, 3.0, "1,3,5"
 MLM_PREDICTIONS = 10  # masked positions per record of --corpus
+MLM_CHECKPOINT_STEPS = 500  # a stopped masked-LM head run resumes from its last one
 TINYBERT4 = dict(hidden_size=312, intermediate_size=1200, num_hidden_layers=4,
                  num_attention_heads=12)
 BOOTSTRAP_SAMPLES = 2000
@@ -141,7 +142,7 @@ def augment(stages, args, model_dir, data_dir):
                max_predictions_per_seq=MLM_PREDICTIONS, do_train=True, train_batch_size=32,
                learning_rate=1e-4, num_train_steps=args.mlm_steps,
                num_warmup_steps=args.mlm_steps // 10, log_steps=100,
-               save_checkpoints_steps=args.mlm_steps, seed=args.seed)
+               save_checkpoints_steps=min(MLM_CHECKPOINT_STEPS, args.mlm_steps), seed=args.seed)
   stages.run("augment", "augment_data.py", os.path.join(data_dir, "train_aug.tsv"),
              task_name="sst-2", data_dir=data_dir, vocab_file=f"{model_dir}/vocab.txt",
              do_lower_case=True, init_checkpoint=mlm, max_seq_length=SEQ, n_aug=args.n_aug,
