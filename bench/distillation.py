@@ -69,8 +69,9 @@ class Stages:
     return os.path.join(self.work_dir, *names)
 
   def run(self, name, script, done, **flags):
-    """Runs `script` with `flags` unless the file `done` exists (a finished stage)."""
-    if os.path.exists(done):
+    """Runs `script` with `flags` unless the file `done` exists (a finished stage; None:
+    always runs)."""
+    if done and os.path.exists(done):
       print(f"{name}: reusing {done}", flush=True)
       return
     command = [sys.executable, os.path.join(REPO, script)] + [

