@@ -39,7 +39,18 @@ def check_export_dir(export_dir, output_dir, overwrite):
 
 
 class ClassifierModule(tf.Module):
-  """The Keras classifier plus tokenizer, labels and the serving functions."""
+  """The Keras classifier plus tokenizer, labels and the serving functions.
+
+  A batch of one row runs the classifier as a function of its own under TensorFlow's
+  single-threaded executor (`SINGLE_BATCH_EXECUTOR`): its ops run in the calling thread,
+  without the default executor's hand-offs between threads, which at one row cost as much as
+  the small kernels themselves (the matmuls' intra-op threads stay). Larger batches keep the
+  default executor, whose inter-op threads run independent ops side by side. The executor is
+  an attribute of the call op in the saved graph: any loader of the SavedModel gets it.
+  """
+
+  # TensorFlow's name for the executor of a one-row batch; None: inline, the default executor.
+  SINGLE_BATCH_EXECUTOR = "SINGLE_THREADED_EXECUTOR"
 
   def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list,
                is_regression, label_list_file, tokenizer=None):
@@ -58,6 +69,8 @@ class ClassifierModule(tf.Module):
     self.labels = tf.constant(list(label_list or []), tf.string)
     seq = tf.TensorSpec([None, max_seq_length], tf.int32)
     text = tf.TensorSpec([None], tf.string)
+    # Not inlined into the signatures: the call op keeps its executor.
+    self._classify = tf.function(self._logits, experimental_attributes={"_noinline": True})
     self.serve_ids = tf.function(self._serve_ids, input_signature=[seq, seq, seq])
     self.serve_text = tf.function(self._serve_text, input_signature=[text])
     self.serve_text_pair = tf.function(self._serve_text_pair, input_signature=[text, text])
@@ -66,7 +79,15 @@ class ClassifierModule(tf.Module):
     return tf.cast(self._model(features), tf.float32)  # [batch, num_labels]
 
   def _outputs(self, features):
-    return self._predictions(self._logits(features))
+    if not self.SINGLE_BATCH_EXECUTOR:
+      return self._predictions(self._logits(features))
+
+    def classify(executor):  # executor "": the default
+      with tf.experimental.function_executor_type(executor):
+        return self._classify(features)
+    logits = tf.cond(tf.equal(tf.shape(features["input_ids"])[0], 1),
+                     lambda: classify(self.SINGLE_BATCH_EXECUTOR), lambda: classify(""))
+    return self._predictions(logits)
 
   def _predictions(self, logits):
     if self.is_regression:

@@ -55,7 +55,10 @@ SIGNATURES = (classification_export.SIGNATURE_IDS, classification_export.SIGNATU
 
 
 class LiteClassifierModule(classification_export.ClassifierModule):
-  """The SavedModel's module with `LiteTokenizer`, and `logits` on the ids signature."""
+  """The SavedModel's module with `LiteTokenizer`, and `logits` on the ids signature; the
+  classifier inline (TFLite has no executors)."""
+
+  SINGLE_BATCH_EXECUTOR = None
 
   def _serve_ids(self, input_ids, input_mask, segment_ids):
     logits = self._logits({"input_ids": input_ids, "input_mask": input_mask,

@@ -1,0 +1,62 @@
+"""The classifier SavedModel's executors: a one-row batch runs under the single-threaded
+executor, as an attribute of the saved graph, with the same outputs as the plain export."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+from classification import export
+import modeling
+from tests.paths import SAMPLE
+from tests.tiny_models import TINY_CONFIG
+
+PAIRS = [("A wonderful film, I loved every minute of it.", "The soup was cold."),
+         ("Überraschend gut!", ""), ("short", "and a much longer second segment than that")]
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+  """{name: export dir} of one tiny classifier: "executors" as exported, "inline" without
+  the single-batch executor (the classifier inlined into the signatures)."""
+  tmp = tmp_path_factory.mktemp("exports")
+  vocab = str(SAMPLE / "vocab.txt")
+  with open(vocab, encoding="utf-8") as f:
+    config = modeling.BertConfig(vocab_size=len(f.read().splitlines()), **TINY_CONFIG)
+  model = modeling.build_classifier(config, 2)
+  dirs = {"executors": str(tmp / "executors"), "inline": str(tmp / "inline")}
+  export.export_saved_model(model, dirs["executors"], vocab, True, 32, ["0", "1"], False)
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(export.ClassifierModule, "SINGLE_BATCH_EXECUTOR", None)
+    export.export_saved_model(model, dirs["inline"], vocab, True, 32, ["0", "1"], False)
+  return dirs
+
+
+def _call_executors(export_dir):
+  """{executor_type of every function call op in the saved functions}."""
+  saved = saved_model_pb2.SavedModel()
+  with open(f"{export_dir}/saved_model.pb", "rb") as f:
+    saved.ParseFromString(f.read())
+  return {node.attr["executor_type"].s.decode()
+          for function in saved.meta_graphs[0].graph_def.library.function
+          for node in function.node_def if node.op.endswith("PartitionedCall")}
+
+
+def test_the_single_batch_executor_is_in_the_saved_graph(exports):
+  assert export.ClassifierModule.SINGLE_BATCH_EXECUTOR == "SINGLE_THREADED_EXECUTOR"
+  assert "SINGLE_THREADED_EXECUTOR" in _call_executors(exports["executors"])
+  assert "SINGLE_THREADED_EXECUTOR" not in _call_executors(exports["inline"])
+
+
+@pytest.mark.parametrize("rows", [slice(0, 1), slice(1, 2), slice(0, 3)])
+def test_outputs_equal_the_inline_export(exports, rows):
+  """One row (the single-threaded executor) and three (the default one), all signatures."""
+  a, b = (tf.constant([p[i] for p in PAIRS[rows]]) for i in (0, 1))
+  got = {}
+  for name, export_dir in exports.items():
+    signatures = tf.saved_model.load(export_dir).signatures
+    got[name] = [signatures[export.SIGNATURE_TEXT_PAIR](text_a=a, text_b=b),
+                 signatures[export.SIGNATURE_TEXT](text_a=a)]
+  for new, old in zip(got["executors"], got["inline"]):
+    np.testing.assert_allclose(new["probabilities"], old["probabilities"], atol=1e-6)
+    assert new["label"].numpy().tolist() == old["label"].numpy().tolist()
