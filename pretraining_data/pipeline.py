@@ -40,6 +40,11 @@ import time
 from typing import Optional
 
 import numpy as np
+# numpy loads its random module at first use (with OpenSSL, for seeding). Imported here,
+# before the workers are forked, it is loaded once, instead of by this process between a
+# chunk's tokenisation and its records and then by every worker at its first records task,
+# all on the run's critical path.
+import numpy.random  # pylint: disable=unused-import
 
 from cli import FlagError, UserError
 from cli.options import option, required
