@@ -51,16 +51,19 @@ def _not_text(path, lines, bad):
 def read_documents(files, stats, strict=False, open_binary=None):
   """Yields (document, n_bytes): a document is a list of non-blank stripped lines.
 
-  Streams: only the current document is held. `stats` is updated in place.
+  Streams: only the current document is held. `stats` is updated in place (its line and
+  byte counts at each document and at the end of each file: kept in locals in between,
+  as this loop runs once per line of the corpus).
   `open_binary(path)` opens a file for reading bytes (default: `fileio.open_file`).
   """
+  limit = stats.long_line_chars or float("inf")
   for path in files:
     doc, doc_bytes = [], 0
-    line_no = bad = long = 0
+    line_no = counted_lines = read = bad = long = 0
     with (open_binary(path) if open_binary else open_file(path, "rb")) as f:
       for line_no, raw in enumerate(f, start=1):
-        stats.bytes_read += len(raw)
-        stats.lines += 1
+        size = len(raw)
+        read += size
         try:
           line = raw.decode("utf-8").strip()
         except UnicodeDecodeError as e:
@@ -74,7 +77,7 @@ def read_documents(files, stats, strict=False, open_binary=None):
           continue
         if "\x00" in line:
           stats.nul_lines += 1
-        if stats.long_line_chars and len(line) > stats.long_line_chars:
+        if len(line) > limit:
           stats.long_lines += 1
           long += 1
           if long == 1:
@@ -85,11 +88,16 @@ def read_documents(files, stats, strict=False, open_binary=None):
                 "the summary).", path, line_no, f"{len(line):,}", f"{stats.long_line_chars:,}")
         if line:
           doc.append(line)
-          doc_bytes += len(raw)
+          doc_bytes += size
         elif doc:
+          stats.lines += line_no - counted_lines
+          stats.bytes_read += read
+          counted_lines, read = line_no, 0
           stats.documents += 1
           yield doc, doc_bytes
           doc, doc_bytes = [], 0
+    stats.lines += line_no - counted_lines
+    stats.bytes_read += read
     if 2 * bad > line_no:
       raise _not_text(path, line_no, bad)
     if doc:

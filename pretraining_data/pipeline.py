@@ -40,6 +40,11 @@ import time
 from typing import Optional
 
 import numpy as np
+# numpy loads its random module at first use (with OpenSSL, for seeding). Imported here,
+# before the workers are forked, it is loaded once, instead of by this process between a
+# chunk's tokenisation and its records and then by every worker at its first records task,
+# all on the run's critical path.
+import numpy.random  # pylint: disable=unused-import
 
 from cli import FlagError, UserError
 from cli.options import option, required
@@ -48,8 +53,12 @@ from fileio import (InputError, OutputError, check_outputs, file_size, filesyste
                     resolve_input_files)
 from pretraining_data import documents, instances, masking, shards, writer
 
-# Target sizes of one task; fixed so that results do not depend on num_workers.
-_TOKENIZE_SLICE_BYTES = 1 << 20
+# Target sizes of one task. A part's size is fixed so that results do not depend on
+# num_workers (its random generator is derived from its number). A tokenisation slice does
+# not change the result at all: it is small so that the workers start soon after the first
+# lines are read and finish a chunk's tokenisation together, since its records cannot start
+# before its last slice is in.
+_TOKENIZE_SLICE_BYTES = 1 << 18
 _PART_TOKENS = 1 << 16
 
 # Tasks in flight per worker: enough queued work for the workers to go on with while this
