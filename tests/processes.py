@@ -112,15 +112,13 @@ class ForkedProcess:
   def __init__(self, pid, server):
     self.pid = pid
     self.returncode = None
-    self.cpu = None  # user + system seconds of the child, once it ended
     self._server = server
 
   def poll(self, timeout=0):
     if self.returncode is None:
       line = self._server._reply(timeout)  # pylint: disable=protected-access
       if line is not None:
-        code, cpu = line.split()
-        self.returncode, self.cpu = int(code), float(cpu)
+        self.returncode = int(line)
     return self.returncode
 
   def wait(self, timeout=None):
@@ -139,7 +137,7 @@ class ForkedProcess:
 def serve_forks(preload):
   """`ForkServer`'s server: imports `preload`, then for each request line on stdin forks a
   child that runs the script, and answers its pid, then its exit status (as Popen's
-  returncode: negative for a signal) and its CPU seconds (user + system).
+  returncode: negative for a signal).
 
   The preloaded objects are frozen out of the garbage collector (`gc.freeze`, as Python's
   documentation advises before a fork): a child's collections, and its interpreter's at
@@ -157,9 +155,7 @@ def serve_forks(preload):
     if pid == 0:
       _run_script(request)  # never returns: the child exits as Python exits a script
     replies.write(f"{pid}\n".encode())
-    _, status, usage = os.wait4(pid, 0)
-    cpu = usage.ru_utime + usage.ru_stime
-    replies.write(f"{os.waitstatus_to_exitcode(status)} {cpu:.3f}\n".encode())
+    replies.write(f"{os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])}\n".encode())
 
 
 def _run_script(request):

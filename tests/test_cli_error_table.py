@@ -849,7 +849,6 @@ def _run_row(row, tmp, data, servers, again=False):
     if row.setup:
       SETUPS[row.setup](tmp, data)
   server = servers.get() if _forked(row) else None
-  start = time.time()
   with open(f"{tmp}/stderr{'-again' * again}.txt", "w+", encoding="utf-8") as err:
     if server:
       process = server.start(_script_argv(row, tmp, data), tmp, err.name, umask=0o027)
@@ -869,38 +868,13 @@ def _run_row(row, tmp, data, servers, again=False):
           time.sleep(0.05)
       if row.interrupt is not None:
         process.send_signal(row.signum)
-      cpu = _wait(process, max(deadline - time.time(), 1))
+      process.wait(timeout=max(deadline - time.time(), 1))
     finally:
       process.kill()
       process.wait()
       if server:
         servers.put(server)
-    _log_time(row.id + "-again" * again, time.time() - start, cpu)
     return process.returncode, _read(err)
-
-
-def _wait(process, timeout):
-  """Waits for `process` (forked or a subprocess); returns its CPU seconds (user + system)."""
-  if isinstance(process, subprocess.Popen):
-    deadline = time.time() + timeout
-    while True:
-      pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-      if pid:
-        process.returncode = os.waitstatus_to_exitcode(status)
-        return usage.ru_utime + usage.ru_stime
-      if time.time() > deadline:
-        raise subprocess.TimeoutExpired(process.args, timeout)
-      time.sleep(0.02)
-  process.wait(timeout=timeout)
-  return process.cpu
-
-
-def _log_time(name, wall, cpu):
-  """Appends `name wall cpu` to the file $ERROR_TABLE_TIMES names, if set (to see where the
-  module's time goes)."""
-  if os.environ.get("ERROR_TABLE_TIMES"):
-    with open(os.environ["ERROR_TABLE_TIMES"], "a", encoding="utf-8") as f:
-      f.write(f"{name} {wall:.2f} {cpu:.2f}\n")
 
 
 def _read(f):
@@ -913,20 +887,15 @@ def _read(f):
 def fixture_data(tmp_path_factory):
   """Shared inputs: pre-training records and a 2-step run (sample config), configs, texts."""
   data = tmp_path_factory.mktemp("data")
-  start, cpu = time.time(), time.process_time()
   pipeline.run(pipeline.PretrainingDataOptions(
       input_file=str(SAMPLE / "corpus.txt"), output_file=str(data / "pre.tfrecord"),
       vocab_file=str(SAMPLE / "vocab.txt"), max_seq_length=64, max_predictions_per_seq=10,
       dupe_factor=1, num_workers=1), io.StringIO())
-  _log_time("setup-pre.tfrecord", time.time() - start, time.process_time() - cpu)
-  start, cpu = time.time(), time.process_time()
   pretraining.run(pretraining.PretrainingOptions(
       bert_config_file=str(SAMPLE / "bert_config.json"), input_file=str(data / "pre.tfrecord"),
       output_dir=str(data / "pre"), max_seq_length=64, max_predictions_per_seq=10, do_train=True,
       train_batch_size=8, learning_rate=1e-4, num_train_steps=2, num_warmup_steps=1,
       save_checkpoints_steps=2, iterations_per_loop=2, seed=1))
-  _log_time("setup-pre-run", time.time() - start, time.process_time() - cpu)
-  start, cpu = time.time(), time.process_time()
   config = json.loads((SAMPLE / "bert_config.json").read_text())
   # An untrained classifier: a teacher for task_distill (with --nocheck_teacher).
   teacher = modeling.BertConfig.from_json_file(str(SAMPLE / "bert_config.json"))
@@ -958,7 +927,6 @@ def fixture_data(tmp_path_factory):
                for context, qas_id in (("The cat sat on the mat.", "q1"), (" ", "q2"))]
   (data / "squad_empty_context.json").write_text(json.dumps(
       {"version": "1.1", "data": [{"title": "t", "paragraphs": questions}]}))
-  _log_time("setup-rest", time.time() - start, time.process_time() - cpu)
   return str(data)
 
 
