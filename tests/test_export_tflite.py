@@ -199,6 +199,33 @@ def test_int8_float_scope_holds_in_every_signature(tflite_file):
     tflite.export.scope_tensors(content, r"^serve_text_pair_text_b:0$")
 
 
+
+@pytest.mark.slow
+def test_int8_feed_forward_output_projections_are_hybrid(tflite_file):
+  """In every signature, each layer's feed-forward output projection is a hybrid fully
+  connected op: float32 input and output, int8 weights with one scale per output channel
+  (zero points 0), its input quantized per row at run time."""
+  with open(tflite_file("int8"), "rb") as f:
+    content = f.read()
+  model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(content, 0))
+  names = tflite.export.tensor_names(content)
+  fully_connected = {i for i, c in enumerate(model.operatorCodes)
+                     if c.builtinCode == schema.BuiltinOperator.FULLY_CONNECTED}
+  for graph in model.subgraphs:
+    ops = names[graph.name.decode()]
+    hybrid = [op for op in graph.operators if op.opcodeIndex in fully_connected and re.search(
+        tflite.export.INT8_HYBRID_SCOPE, ops[graph.tensors[op.outputs[0]].name.decode()])]
+    assert len(hybrid) == 2, graph.name  # one per layer of the tiny model
+    for op in hybrid:
+      x, w, y = (graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]))
+      assert (x.type, w.type, y.type) == (schema.TensorType.FLOAT32, schema.TensorType.INT8,
+                                          schema.TensorType.FLOAT32)
+      assert len(w.quantization.scale) == w.shape[0] > 1
+      assert list(w.quantization.zeroPoint) == [0] * w.shape[0]
+      assert w.quantization.quantizedDimension == 0
+      assert op.builtinOptions.asymmetricQuantizeInputs
+
+
 # --- the tokenizer's ids against FullTokenizer ------------------------------------------------
 
 def lite_ids(model, texts):
