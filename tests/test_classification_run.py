@@ -233,6 +233,25 @@ def test_export_dir_that_is_not_ours_is_refused_and_untouched(tmp_path):
     run.run_classifier(classifier_options(tmp_path, export_dir=str(tmp_path / "file")))
 
 
+def test_missing_init_checkpoint_is_refused_before_any_work(tmp_path):
+  """A typo'd --init_checkpoint (and no checkpoint in output_dir to resume from): refused
+  before the training records are written or a model is built."""
+  with pytest.raises(modeling.CheckpointNotFoundError, match=r"no checkpoint at '.*nothing'"):
+    run.run_classifier(classifier_options(tmp_path, init_checkpoint=str(tmp_path / "nothing")))
+  assert not (tmp_path / "out").exists()
+
+
+def test_export_dir_under_a_file_is_refused_before_training(tmp_path):
+  """A file where a folder of a new --export_dir's path should be: the OSError the export
+  would meet after training (naming the file), at once; the file kept."""
+  (tmp_path / "notes.txt").write_text("keep me")
+  with pytest.raises(NotADirectoryError) as raised:
+    run.run_classifier(classifier_options(tmp_path,
+                                          export_dir=str(tmp_path / "notes.txt" / "a" / "export")))
+  assert raised.value.filename == str(tmp_path / "notes.txt")
+  assert not (tmp_path / "out").exists() and (tmp_path / "notes.txt").read_text() == "keep me"
+
+
 @pytest.mark.parametrize("export", ["out", "out/export", "."])
 def test_export_dir_overlapping_output_dir_is_refused_before_training(tmp_path, export):
   """Equal to, inside or containing output_dir: the checkpoints would go with the export."""
