@@ -29,8 +29,8 @@ def check_export_dir(export_dir, output_dir, overwrite, markers, script, flag="-
     flag: the export directory's flag, for the message.
 
   Raises:
-    FlagError naming the directory; NotADirectoryError naming the file that stands
-    where a folder of a new export_dir's path should be.
+    FlagError naming the directory; an OSError (as `_check_can_be_made`'s) for a new
+    export_dir that cannot be made.
   """
   def resolved(path):
     return os.path.realpath(path) if filesystem.is_local(path) else path.rstrip("/")
@@ -56,8 +56,9 @@ def check_export_dir(export_dir, output_dir, overwrite, markers, script, flag="-
 
 
 def _check_can_be_made(path):
-  """Raises the NotADirectoryError that making the new local directory `path` would meet
-  at the end of the work (its nearest existing ancestor a file), naming that file."""
+  """Raises the OSError that making the new local directory `path` would meet at the end of
+  the work: NotADirectoryError naming the file that is its nearest existing ancestor, or
+  EROFS naming `path` when that ancestor is on a read-only file system."""
   if not filesystem.is_local(path):
     return
   parent = os.path.dirname(path)
@@ -65,3 +66,5 @@ def _check_can_be_made(path):
     parent = os.path.dirname(parent)
   if parent and not os.path.isdir(parent):
     raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), parent)
+  if os.statvfs(parent or ".").f_flag & os.ST_RDONLY:
+    raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)

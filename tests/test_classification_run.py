@@ -252,6 +252,21 @@ def test_export_dir_under_a_file_is_refused_before_training(tmp_path):
   assert not (tmp_path / "out").exists() and (tmp_path / "notes.txt").read_text() == "keep me"
 
 
+def test_export_dir_on_a_read_only_file_system_is_refused_before_training(tmp_path,
+                                                                          monkeypatch):
+  """A new --export_dir whose folder is on a read-only file system (statvfs says so; the error
+  table's export-dir-read-only mounts a real one): its OSError at once, before training."""
+  statvfs = os.statvfs
+  monkeypatch.setattr(os, "statvfs", lambda path: os.statvfs_result(
+      (*statvfs(path)[:8], os.ST_RDONLY, statvfs(path)[9])) if path == str(tmp_path / "ro")
+                      else statvfs(path))
+  (tmp_path / "ro").mkdir()
+  with pytest.raises(OSError, match="Read-only file system") as raised:
+    run.run_classifier(classifier_options(tmp_path, export_dir=str(tmp_path / "ro" / "export")))
+  assert raised.value.filename == str(tmp_path / "ro" / "export")
+  assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("export", ["out", "out/export", "."])
 def test_export_dir_overlapping_output_dir_is_refused_before_training(tmp_path, export):
   """Equal to, inside or containing output_dir: the checkpoints would go with the export."""
