@@ -6,6 +6,7 @@ script checks the flag before any work: the directory may be new, empty, or
 its marker files; it may never be, contain or lie inside output_dir.
 """
 
+import errno
 import os
 
 from cli import FlagError
@@ -28,7 +29,8 @@ def check_export_dir(export_dir, output_dir, overwrite, markers, script, flag="-
     flag: the export directory's flag, for the message.
 
   Raises:
-    FlagError naming the directory.
+    FlagError naming the directory; an OSError (as `_check_can_be_made`'s) for a new
+    export_dir that cannot be made.
   """
   def resolved(path):
     return os.path.realpath(path) if filesystem.is_local(path) else path.rstrip("/")
@@ -38,6 +40,7 @@ def check_export_dir(export_dir, output_dir, overwrite, markers, script, flag="-
       raise FlagError(f"{flag} {export_dir!r} overlaps --output_dir {output_dir!r}: "
                       "writing the export would delete the run's checkpoints and results")
   if not filesystem.exists(export_dir):
+    _check_can_be_made(os.fspath(export_dir))
     return
   if not filesystem.isdir(export_dir):
     raise FlagError(f"{flag} {export_dir!r} is a file, not a directory")
@@ -50,3 +53,18 @@ def check_export_dir(export_dir, output_dir, overwrite, markers, script, flag="-
   if not overwrite:
     raise FlagError(f"{flag} {export_dir!r} holds a SavedModel: pass --overwrite_export "
                     "to replace it")
+
+
+def _check_can_be_made(path):
+  """Raises the OSError that making the new local directory `path` would meet at the end of
+  the work: NotADirectoryError naming the file that is its nearest existing ancestor, or
+  EROFS naming `path` when that ancestor is on a read-only file system."""
+  if not filesystem.is_local(path):
+    return
+  parent = os.path.dirname(path)
+  while parent and not os.path.exists(parent):
+    parent = os.path.dirname(parent)
+  if parent and not os.path.isdir(parent):
+    raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), parent)
+  if os.statvfs(parent or ".").f_flag & os.ST_RDONLY:
+    raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)

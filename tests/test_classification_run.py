@@ -233,6 +233,40 @@ def test_export_dir_that_is_not_ours_is_refused_and_untouched(tmp_path):
     run.run_classifier(classifier_options(tmp_path, export_dir=str(tmp_path / "file")))
 
 
+def test_missing_init_checkpoint_is_refused_before_any_work(tmp_path):
+  """A typo'd --init_checkpoint (and no checkpoint in output_dir to resume from): refused
+  before the training records are written or a model is built."""
+  with pytest.raises(modeling.CheckpointNotFoundError, match=r"no checkpoint at '.*nothing'"):
+    run.run_classifier(classifier_options(tmp_path, init_checkpoint=str(tmp_path / "nothing")))
+  assert not (tmp_path / "out").exists()
+
+
+def test_export_dir_under_a_file_is_refused_before_training(tmp_path):
+  """A file where a folder of a new --export_dir's path should be: the OSError the export
+  would meet after training (naming the file), at once; the file kept."""
+  (tmp_path / "notes.txt").write_text("keep me")
+  with pytest.raises(NotADirectoryError) as raised:
+    run.run_classifier(classifier_options(tmp_path,
+                                          export_dir=str(tmp_path / "notes.txt" / "a" / "export")))
+  assert raised.value.filename == str(tmp_path / "notes.txt")
+  assert not (tmp_path / "out").exists() and (tmp_path / "notes.txt").read_text() == "keep me"
+
+
+def test_export_dir_on_a_read_only_file_system_is_refused_before_training(tmp_path,
+                                                                          monkeypatch):
+  """A new --export_dir whose folder is on a read-only file system (statvfs says so; the error
+  table's export-dir-read-only mounts a real one): its OSError at once, before training."""
+  statvfs = os.statvfs
+  monkeypatch.setattr(os, "statvfs", lambda path: os.statvfs_result(
+      (*statvfs(path)[:8], os.ST_RDONLY, statvfs(path)[9])) if path == str(tmp_path / "ro")
+                      else statvfs(path))
+  (tmp_path / "ro").mkdir()
+  with pytest.raises(OSError, match="Read-only file system") as raised:
+    run.run_classifier(classifier_options(tmp_path, export_dir=str(tmp_path / "ro" / "export")))
+  assert raised.value.filename == str(tmp_path / "ro" / "export")
+  assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("export", ["out", "out/export", "."])
 def test_export_dir_overlapping_output_dir_is_refused_before_training(tmp_path, export):
   """Equal to, inside or containing output_dir: the checkpoints would go with the export."""

@@ -10,7 +10,8 @@ small tmpfs mounted in
 a private mount namespace (`unshare`), skipped with the reason where that is not permitted.
 
 The rows run as many at a time as there are cores, all when the module's first row runs;
-only the rows selected are run. Each row's script runs in a process of its own, forked from a
+only the rows selected are run. Row ok-run_pretraining always runs first: its run is the
+module's finished run ({data}/pre), which the rows that read it wait for. Each row's script runs in a process of its own, forked from a
 `ForkServer` that has imported TensorFlow once (its import is ~3 s of CPU, most of a failing
 row's cost); everything of ours the script imports afresh, as `python script.py` does. Rows
 that need what only a new interpreter or a subprocess gives stay subprocesses: a signal while
@@ -38,7 +39,6 @@ import tensorflow as tf
 
 import cli
 import modeling
-import pretraining
 from pretraining_data import pipeline
 from tests.paths import REPO, SAMPLE
 from tests.processes import ForkServer
@@ -176,8 +176,9 @@ SETUPS = {
     "stale_temporary_ef": lambda tmp, data: _write(f"{tmp}/.out.jsonl.tmp-{_dead_pid()}", "x"),
     "live_lock": lambda tmp, data: _write(f"{tmp}/out/.run.lock",
                                           f"{os.getpid()} {socket.gethostname()}\n"),
-    "dead_lock": lambda tmp, data: _write(f"{tmp}/out/.run.lock",
-                                          f"{_dead_pid()} {socket.gethostname()}\n"),
+    "copy_run_dead_lock": lambda tmp, data: (
+        _copy_run(tmp, data),
+        _write(f"{tmp}/out/.run.lock", f"{_dead_pid()} {socket.gethostname()}\n")),
     # Big enough (37 MB) that create_pretraining_data is still writing when its first
     # progress line comes (1 s in); 7 MB was all written in 0.8 s on a fast host.
     "big_text": lambda tmp, data: _write(f"{tmp}/big.txt",
@@ -190,9 +191,11 @@ SETUPS = {
     "many_sentences": lambda tmp, data: _write(
         f"{tmp}/many.txt", "".join(f"Sentence number {i} is here.\n" for i in range(20_000))),
     "user_files": lambda tmp, data: _write_user_files(tmp, data),
-    "link_to_folder": lambda tmp, data: (os.makedirs(f"{tmp}/real"),
-                                         os.symlink("real", f"{tmp}/link")),
-    "stale_staging": lambda tmp, data: _stale_staging(tmp),
+    # A link to a folder, and beside the folder (an export writes through the link) what a
+    # killed export to it left.
+    "link_to_folder_stale_staging": lambda tmp, data: (
+        os.makedirs(f"{tmp}/real"), os.symlink("real", f"{tmp}/link"),
+        _stale_staging(tmp, "real")),
 }
 
 
@@ -213,12 +216,12 @@ def _write_user_files(tmp, data):
     _write(f"{tmp}/{name}", content)
 
 
-def _stale_staging(tmp):
-  """What an export_tfhub to {tmp}/hub killed by SIGKILL leaves: its staging folder (the
+def _stale_staging(tmp, name):
+  """What an export_tfhub to {tmp}/{name} killed by SIGKILL leaves: its staging folder (the
   assets it copies in) and its half-written SavedModel, both beside the target."""
   pid = _dead_pid()
-  _write(f"{tmp}/.hub.staging-{pid}/export_record.json", "{}")
-  _write(f"{tmp}/.hub.tmp-{pid}/saved_model.pb", b"half")
+  _write(f"{tmp}/.{name}.staging-{pid}/export_record.json", "{}")
+  _write(f"{tmp}/.{name}.tmp-{pid}/saved_model.pb", b"half")
 
 
 def _truncated_checkpoint(tmp, data):
@@ -330,25 +333,25 @@ def _run_again(row_id, tmp, data, *changes, drop=()):
   return stderr
 
 
-def _cut_cache_then_evaluate_again(tmp, data):
-  """The cached eval.tf_record cut short (a partial copy of output_dir): the same command
-  writes it again, with a warning, instead of a DataLossError."""
+def _modes_then_evaluate_again(tmp, data):
+  """The outputs follow the umask (027); then the finished run evaluated again (--do_eval
+  alone) with its cached eval.tf_record cut short (a partial copy of output_dir): no config
+  flag is needed (output_dir holds bert_config.json), and the cache is written again, with a
+  warning, instead of a DataLossError."""
+  _modes_follow_umask_027(tmp, data)
+  os.remove(f"{tmp}/out/eval_results.txt")
   path = f"{tmp}/out/eval.tf_record"
   with open(path, "r+b") as f:
     f.truncate(os.path.getsize(path) - 100)
-  stderr = _run_again("cached-eval-records-cut", tmp, data)
+  stderr = _run_again("ok-run_classifier", tmp, data, drop=(
+      "--bert_config_file", "--init_checkpoint", "--do_train", "--do_predict", "--export_dir"))
   assert re.search(r"Writing .*/out/eval\.tf_record again: .*record \d+ \(at byte \d+\) is cut",
                    stderr), stderr[-3000:]
-
-
-def _evaluate_without_config(tmp, data):
-  """A finished run's output_dir holds bert_config.json: --do_eval needs no config flag."""
-  os.remove(f"{tmp}/out/eval_results.txt")
-  _run_again("eval-of-a-finished-run", tmp, data, drop=("--bert_config_file", "--do_train"))
   assert os.path.exists(f"{tmp}/out/eval_results.txt")
 
 
 def _link_kept(tmp, data):
+  """The link and its folder kept; nothing else left beside them."""
   assert os.readlink(f"{tmp}/link") == "real"
   assert sorted(os.listdir(tmp)) == ["link", "real", "stderr.txt"]
 
@@ -384,16 +387,20 @@ ROWS = [
     Row("ok-run_classifier", "run_classifier", with_flags(
         "run_classifier", "--init_checkpoint={data}/pre", "--do_eval", "--do_predict",
         "--export_dir={tmp}/export"), 0,
-        exist=("out/eval_results.txt", "out/test_results.tsv", "export/saved_model.pb",
-               "export/assets/vocab.txt", "export/assets/label_list.json"),
-        check=_modes_follow_umask_027, slow=True),
+        exist=("out/eval_results.txt", "out/test_results.tsv", "out/bert_config.json",
+               "export/saved_model.pb", "export/assets/vocab.txt",
+               "export/assets/label_list.json"),
+        check=_modes_then_evaluate_again, slow=True),
     Row("ok-extract_features", "extract_features", SCRIPT_FLAGS["extract_features"], 0,
         exist=("out.jsonl",), check=_modes_follow_umask_027),
     Row("ok-build_vocab", "build_vocab", SCRIPT_FLAGS["build_vocab"], 0,
         exist=("vocab.txt",), check=_modes_follow_umask_027),
-    # A finished run started again: nothing to train, evaluation, no checkpoint warnings.
+    # A finished run started again, the lock of a dead run in its folder: the lock taken over
+    # (and released), nothing to train, evaluation, no checkpoint warnings.
     Row("ok-finished-run-again", "run_pretraining", with_flags("run_pretraining", "--do_eval"), 0,
-        r"nothing to train", exist=("out/eval_results.txt",), setup="copy_run", slow=True),
+        r"(?s)Taking over .*\.run\.lock from process \d+.*nothing to train",
+        exist=("out/eval_results.txt",), absent=("out/.run.lock",), setup="copy_run_dead_lock",
+        slow=True),
     # --- the data-loss cases: refused before any work, nothing touched.
     Row("export-dir-not-a-savedmodel", "run_classifier", with_flags(
         "run_classifier", "--export_dir={tmp}/mine", "--overwrite_export"), 1,
@@ -478,8 +485,6 @@ ROWS = [
     Row("vocab-without-unk-features", "extract_features", with_flags(
         "extract_features", "--vocab_file={data}/vocab_no_unk.txt"), 1,
         r"vocab_no_unk\.txt' lacks the special token\(s\) \[UNK\]", absent=("out.jsonl",)),
-    Row("eval-of-a-finished-run", "run_classifier", with_flags("run_classifier", "--do_eval"), 0,
-        exist=("out/bert_config.json",), check=_evaluate_without_config, slow=True),
     Row("squad-output-dir-has-config", "run_squad", with_flags(
         "run_squad", "--train_batch_size=1", "--num_train_epochs=1"), 0,
         exist=("out/bert_config.json", "out/model.ckpt-1.index"), slow=True),
@@ -539,9 +544,6 @@ ROWS = [
         "run_pretraining", "--max_seq_length=128"), 1,
         r"pre\.tfrecord: record 1 does not match: feature 'input_ids' has length 64, "
         r"expected 128"),
-    Row("cached-eval-records-cut", "run_classifier", with_flags(
-        "run_classifier", "--init_checkpoint={data}/pre", "--do_eval", drop=("--do_train",)), 0,
-        exist=("out/eval_results.txt",), check=_cut_cache_then_evaluate_again, slow=True),
     # --- text inputs
     Row("features-empty-input", "extract_features", with_flags(
         "extract_features", "--input_file={tmp}/empty.txt"), 1, r"empty\.txt",
@@ -593,12 +595,10 @@ ROWS = [
         "build_vocab", "--input_file={tmp}/none*.txt"), 1, r"matches no file"),
     Row("vocab-file-missing", "create_pretraining_data", with_flags(
         "create_pretraining_data", "--vocab_file={tmp}/vocab.txt"), 1, r"vocab\.txt"),
-    Row("export-path-is-a-link", "export_tfhub", with_flags(
+    Row("export-path-is-a-link-with-stale-staging", "export_tfhub", with_flags(
         "export_tfhub", "--export_path={tmp}/link", "--overwrite_export"), 0,
-        exist=("real/saved_model.pb",), setup="link_to_folder", check=_link_kept, slow=True),
-    Row("stale-staging-of-a-killed-export", "export_tfhub", SCRIPT_FLAGS["export_tfhub"], 0,
-        r"Removing .*/\.hub\.staging-\d+, left by process", exist=("hub/saved_model.pb",),
-        setup="stale_staging", slow=True),
+        r"Removing .*/\.real\.staging-\d+, left by process", exist=("real/saved_model.pb",),
+        setup="link_to_folder_stale_staging", check=_link_kept, slow=True),
     Row("hub-export-not-a-savedmodel", "export_tfhub", with_flags(
         "export_tfhub", "--export_path={tmp}/mine"), 1, r"not a SavedModel",
         setup="not_a_savedmodel", check=_notes_kept),
@@ -709,9 +709,6 @@ ROWS = [
     Row("output-dir-in-use", "run_pretraining", SCRIPT_FLAGS["run_pretraining"], 1,
         r"--output_dir .*/out is in use by process \d+ on ", absent=("out/model.ckpt-2.index",),
         setup="live_lock"),
-    Row("output-dir-lock-of-a-dead-run", "run_pretraining", SCRIPT_FLAGS["run_pretraining"], 0,
-        r"Taking over .*\.run\.lock from process \d+", exist=("out/model.ckpt-2.index",),
-        absent=("out/.run.lock",), setup="dead_lock", slow=True),
     # Ctrl-C before the first save: the run saves the step it stopped after.
     Row("ctrl-c-pretraining", "run_pretraining", with_flags(
         "run_pretraining", "--num_train_steps=100000"), 130,
@@ -885,17 +882,13 @@ def _read(f):
 
 @pytest.fixture(name="data", scope="module")
 def fixture_data(tmp_path_factory):
-  """Shared inputs: pre-training records and a 2-step run (sample config), configs, texts."""
+  """Shared inputs: pre-training records, configs, texts, a teacher. {data}/pre, the finished
+  2-step run (sample config), is made by the first row (`fixture_results`)."""
   data = tmp_path_factory.mktemp("data")
   pipeline.run(pipeline.PretrainingDataOptions(
       input_file=str(SAMPLE / "corpus.txt"), output_file=str(data / "pre.tfrecord"),
       vocab_file=str(SAMPLE / "vocab.txt"), max_seq_length=64, max_predictions_per_seq=10,
       dupe_factor=1, num_workers=1), io.StringIO())
-  pretraining.run(pretraining.PretrainingOptions(
-      bert_config_file=str(SAMPLE / "bert_config.json"), input_file=str(data / "pre.tfrecord"),
-      output_dir=str(data / "pre"), max_seq_length=64, max_predictions_per_seq=10, do_train=True,
-      train_batch_size=8, learning_rate=1e-4, num_train_steps=2, num_warmup_steps=1,
-      save_checkpoints_steps=2, iterations_per_loop=2, seed=1))
   config = json.loads((SAMPLE / "bert_config.json").read_text())
   # An untrained classifier: a teacher for task_distill (with --nocheck_teacher).
   teacher = modeling.BertConfig.from_json_file(str(SAMPLE / "bert_config.json"))
@@ -936,10 +929,11 @@ def _selected_rows(request):
 
 
 @pytest.fixture(name="servers", scope="module")
-def fixture_servers(request, tmp_path_factory):
-  """SERVERS, filled with PARALLEL ForkServers if a selected row forks; closed at the end."""
+def fixture_servers(tmp_path_factory):
+  """SERVERS, filled with PARALLEL ForkServers (the first row always forks); closed at the
+  end."""
   root = tmp_path_factory.mktemp("servers")
-  for i in range(PARALLEL if any(_forked(row) for row in _selected_rows(request)) else 0):
+  for i in range(PARALLEL):
     SERVERS.put(ForkServer(("tensorflow", "tf_keras", "tensorflow_text"), _env(),
                            root / f"server-{i}.log"))
   yield SERVERS
@@ -947,24 +941,62 @@ def fixture_servers(request, tmp_path_factory):
     SERVERS.get().close()
 
 
+# Row ok-run_pretraining's output_dir (its eval_results.txt left out) is {data}/pre, the finished
+# run that the rows below read or copy: one training for the module.
+FIRST_ROW = "ok-run_pretraining"
+RUN_SETUPS = ("copy_run", "copy_run_dead_lock", "garbled_state", "truncated_checkpoint")
+
+
+def _reads_the_run(row):
+  """Whether `row` reads {data}/pre (in a flag or its setup)."""
+  assert row.setup is None or row.setup in SETUPS, row.setup
+  return row.setup in RUN_SETUPS or any(re.search(r"\{data\}/pre(/|,|$)", f) for f in row.flags)
+
+
+def _run_first(row, folder, data, servers):
+  """Runs the first row; copies its run to {data}/pre if it succeeded."""
+  result = _run_row(row, folder, data, servers)
+  if result[0] == 0:
+    shutil.copytree(f"{folder}/out", f"{data}/pre",
+                    ignore=shutil.ignore_patterns("eval_results.txt"))
+  return result
+
+
+def _run_after(first, row, folder, data, servers):
+  """Runs `row` once the first row's run is in {data}/pre (`first`: its future)."""
+  code, stderr, _ = first.result()
+  if code != 0:
+    return None, f"no {data}/pre: row {FIRST_ROW} failed (exit {code}):\n{stderr[-3000:]}"
+  return _run_row(row, folder, data, servers)
+
+
 @pytest.fixture(name="results", scope="module")
 def fixture_results(request, data, servers, tmp_path_factory):
-  """{row id: (exit status, stderr, folder)} of the selected rows, run PARALLEL at a time."""
+  """{row id: (exit status, stderr, folder)} of the selected rows, run PARALLEL at a time:
+  the first row (always), the rows that do not read its run, then those that do."""
   selected = _selected_rows(request)
   root = tmp_path_factory.mktemp("rows")
   reason = _mount_reason() if any(row.mount for row in selected) else None
   results = {}
   with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
-    futures = {}
-    for row in selected:
+    first = pool.submit(lambda folder: _run_first(ROWS_BY_ID[FIRST_ROW], folder, data, servers)
+                        + (folder,), str(root / FIRST_ROW))
+    futures = {FIRST_ROW: first}
+    for row in sorted(selected, key=_reads_the_run):
+      folder = str(root / row.id)
+      if row.id == FIRST_ROW:
+        continue
       if row.mount and reason:
         results[row.id] = reason
-        continue
-      futures[row.id] = (pool.submit(_run_row, row, str(root / row.id), data, servers),
-                         str(root / row.id))
-    for row_id, (future, folder) in futures.items():
+      elif _reads_the_run(row):
+        futures[row.id] = pool.submit(lambda r, f: _run_after(first, r, f, data, servers)
+                                      + (f,), row, folder)
+      else:
+        futures[row.id] = pool.submit(lambda r, f: _run_row(r, f, data, servers) + (f,),
+                                      row, folder)
+    for row_id, future in futures.items():
       try:
-        results[row_id] = future.result() + (folder,)
+        results[row_id] = future.result()
       except pytest.skip.Exception as e:
         results[row_id] = str(e)
   return results

@@ -20,6 +20,7 @@ from cli import FlagError
 from cli.options import option
 import modeling
 import tokenization
+from training import checkpointing
 from training import runner as runner_lib
 from training import runtime
 
@@ -114,7 +115,8 @@ class FineTuningJob(Job):
 
   Before the runner takes output_dir: do_lower_case against the checkpoint's
   name, the model's config (`model_config`) against max_seq_length, the
-  vocabulary against the config, export_dir (`export_module`'s
+  vocabulary against the config, init_checkpoint (there, when output_dir holds
+  no checkpoint to resume from), export_dir (`export_module`'s
   `check_export_dir`).
   """
 
@@ -125,6 +127,8 @@ class FineTuningJob(Job):
     self.config.check_seq_length(o.max_seq_length)
     self.tokenizer = tokenization.FullTokenizer(o.vocab_file, do_lower_case=o.do_lower_case)
     self.tokenizer.check_vocab_size(self.config.vocab_size, self.config_source)
+    if o.init_checkpoint and not checkpointing.latest_checkpoint(o.output_dir):
+      modeling.detect_format(o.init_checkpoint)  # the weights a step will read exist
     if o.export_dir:
       self.export_module().check_export_dir(o.export_dir, o.output_dir, o.overwrite_export)
     super().__init__(options, o.init_checkpoint)
