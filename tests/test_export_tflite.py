@@ -199,7 +199,6 @@ def test_int8_float_scope_holds_in_every_signature(tflite_file):
     tflite.export.scope_tensors(content, r"^serve_text_pair_text_b:0$")
 
 
-
 @pytest.mark.slow
 def test_int8_feed_forward_output_projections_are_hybrid(tflite_file):
   """In every signature, each layer's feed-forward output projection is a hybrid fully

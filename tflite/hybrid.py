@@ -5,10 +5,10 @@ takes and gives float32: the kernel quantizes each input row at run time (asymme
 its own scale and zero point) and rescales the int32 sums. `--quantize=int8` uses it for the
 feed-forward output projections, whose outputs have a few features a hundred times larger
 than the rest (one int8 step of their range is about the size of a typical feature); float in
-and out, they keep the residual stream's resolution at int8 matmul cost. The converter quantizes a model either
-fully (with a float denylist) or dynamically, not some ops one way and the rest the other,
-and has no public API for it: this rewrites the converted flatbuffer with TFLite's own schema
-module.
+and out, they keep the residual stream's resolution at int8 matmul cost. The converter
+quantizes a model either fully (with a float denylist) or dynamically, not some ops one way
+and the rest the other, and has no public API for it: this rewrites the converted flatbuffer
+with TFLite's own schema module.
 """
 
 import flatbuffers
