@@ -12,12 +12,16 @@ gets KeyboardInterrupt or `Stopped` to unwind with (but in `exit_on_signal`).
 
 A healthy run prints no error-level line: on a machine without an NVIDIA
 driver, TensorFlow's CUDA start-up logs `E... failed call to cuInit` (with
-TF_CPP_MIN_LOG_LEVEL below 3), which reads as a failure; `run` drops that line.
+TF_CPP_MIN_LOG_LEVEL below 3), which reads as a failure; `run` drops that line. Nor does
+a script that saves a SavedModel print TensorFlow's note that it renames the captured inputs
+of a signature function (`Function ... contains input name(s) ... which will be renamed`):
+a line of several KB per signature, about names no caller of the signatures sees.
 """
 
 import contextlib
 import ctypes
 import errno
+import logging
 import os
 import signal
 import sys
@@ -25,6 +29,7 @@ import tempfile
 
 from absl import app
 from absl import flags
+from absl import logging as absl_logging
 
 from cli.errors import UserError
 from fileio import atomic
@@ -73,6 +78,25 @@ def _find_gpus_without_cuinit_error():
     captured.seek(0)
     lines = captured.read().splitlines(keepends=True)
   os.write(2, b"".join(line for line in lines if b"failed call to cuInit" not in line))
+
+
+# How TensorFlow's note on renamed signature inputs starts (signature_serialization.py).
+_SIGNATURE_RENAME_NOTE = "Function `%s` contains input name(s)"
+
+
+class _SignatureRenameNotes(logging.Filter):
+  """Drops TensorFlow's log records that note renamed captured inputs of a signature."""
+
+  def filter(self, record):
+    return not str(record.msg).startswith(_SIGNATURE_RENAME_NOTE)
+
+
+def drop_signature_rename_notes():
+  """Keeps absl's logger, which TensorFlow's SavedModel code logs through, from printing the
+  notes `_SignatureRenameNotes` drops (once per process); other records pass."""
+  logger = absl_logging.get_absl_logger()
+  if not any(isinstance(f, _SignatureRenameNotes) for f in logger.filters):
+    logger.addFilter(_SignatureRenameNotes())
 
 
 class Stopped(BaseException):
@@ -215,4 +239,5 @@ def run(main, interrupted_note=None, terminated_note=None, saves_on_signal=False
   for signum in (signal.SIGINT, signal.SIGTERM):  # `_Interrupt`'s from here on
     signal.signal(signum, _Interrupt.handler)
   _find_gpus_without_cuinit_error()
+  drop_signature_rename_notes()
   app.run(wrapped, flags_parser=_parse_flags)

@@ -1,12 +1,16 @@
 """The classifier SavedModel's executors: a one-row batch runs under the single-threaded
 executor, as an attribute of the saved graph, with the same outputs as the plain export."""
 
+import logging
+
+from absl import logging as absl_logging
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from classification import export
+from cli import app
 import modeling
 from tests.paths import SAMPLE
 from tests.tiny_models import TINY_CONFIG
@@ -15,21 +19,53 @@ PAIRS = [("A wonderful film, I loved every minute of it.", "The soup was cold.")
          ("Überraschend gut!", ""), ("short", "and a much longer second segment than that")]
 
 
+class _Messages(logging.Handler):
+  """Collects the messages of the records it is handed."""
+
+  def __init__(self):
+    super().__init__(logging.INFO)
+    self.messages = []
+
+  def emit(self, record):
+    self.messages.append(record.getMessage())
+
+
+def _rename_notes(messages):
+  return [m for m in messages if "with unsupported characters which will be renamed" in m]
+
+
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
-  """{name: export dir} of one tiny classifier: "executors" as exported, "inline" without
-  the single-batch executor (the classifier inlined into the signatures)."""
+  """{"dirs": {name: export dir}, "notes": [...]} of one tiny classifier: "executors" as
+  exported, "inline" without the single-batch executor (the classifier inlined into the
+  signatures); the signature-rename notes TensorFlow logged during each export, the second
+  one under the filter that `cli.run` installs."""
   tmp = tmp_path_factory.mktemp("exports")
   vocab = str(SAMPLE / "vocab.txt")
   with open(vocab, encoding="utf-8") as f:
     config = modeling.BertConfig(vocab_size=len(f.read().splitlines()), **TINY_CONFIG)
   model = modeling.build_classifier(config, 2)
   dirs = {"executors": str(tmp / "executors"), "inline": str(tmp / "inline")}
-  export.export_saved_model(model, dirs["executors"], vocab, True, 32, ["0", "1"], False)
-  with pytest.MonkeyPatch.context() as patch:
-    patch.setattr(export.ClassifierModule, "SINGLE_BATCH_EXECUTOR", None)
-    export.export_saved_model(model, dirs["inline"], vocab, True, 32, ["0", "1"], False)
-  return dirs
+  logger, messages, verbosity = (absl_logging.get_absl_logger(), _Messages(),
+                                 absl_logging.get_verbosity())
+  absl_logging.set_verbosity(absl_logging.INFO)
+  logger.addHandler(messages)
+  filters = list(logger.filters)
+  notes = []
+  try:
+    export.export_saved_model(model, dirs["executors"], vocab, True, 32, ["0", "1"], False)
+    notes.append(_rename_notes(messages.messages))
+    messages.messages.clear()
+    app.drop_signature_rename_notes()
+    with pytest.MonkeyPatch.context() as patch:
+      patch.setattr(export.ClassifierModule, "SINGLE_BATCH_EXECUTOR", None)
+      export.export_saved_model(model, dirs["inline"], vocab, True, 32, ["0", "1"], False)
+    notes.append(_rename_notes(messages.messages))
+  finally:
+    logger.removeHandler(messages)
+    logger.filters[:] = filters
+    absl_logging.set_verbosity(verbosity)
+  return {"dirs": dirs, "notes": notes}
 
 
 def _call_executors(export_dir):
@@ -44,8 +80,17 @@ def _call_executors(export_dir):
 
 def test_the_single_batch_executor_is_in_the_saved_graph(exports):
   assert export.ClassifierModule.SINGLE_BATCH_EXECUTOR == "SINGLE_THREADED_EXECUTOR"
-  assert "SINGLE_THREADED_EXECUTOR" in _call_executors(exports["executors"])
-  assert "SINGLE_THREADED_EXECUTOR" not in _call_executors(exports["inline"])
+  assert "SINGLE_THREADED_EXECUTOR" in _call_executors(exports["dirs"]["executors"])
+  assert "SINGLE_THREADED_EXECUTOR" not in _call_executors(exports["dirs"]["inline"])
+
+
+def test_scripts_log_no_signature_rename_note(exports):
+  """TensorFlow notes, in a line of several KB per text signature, that it renames the
+  captured inputs of the signature functions; under `cli.run`'s filter nothing of it is
+  printed (the first export, unfiltered, shows the note is real)."""
+  unfiltered, filtered = exports["notes"]
+  assert len(unfiltered) == 3 and all(n.startswith("Function `_serve") for n in unfiltered)
+  assert not filtered
 
 
 @pytest.mark.parametrize("rows", [slice(0, 1), slice(1, 2), slice(0, 3)])
@@ -53,7 +98,7 @@ def test_outputs_equal_the_inline_export(exports, rows):
   """One row (the single-threaded executor) and three (the default one), all signatures."""
   a, b = (tf.constant([p[i] for p in PAIRS[rows]]) for i in (0, 1))
   got = {}
-  for name, export_dir in exports.items():
+  for name, export_dir in exports["dirs"].items():
     signatures = tf.saved_model.load(export_dir).signatures
     got[name] = [signatures[export.SIGNATURE_TEXT_PAIR](text_a=a, text_b=b),
                  signatures[export.SIGNATURE_TEXT](text_a=a)]
