@@ -225,19 +225,29 @@ def run_theirs(stages, args, tinybert, name, flags, rows, epochs):
   return out
 
 
-# Their progress bar: "Iteration:  36%|###6      | 91/250 [05:22<12:55,  4.87s/it]".
+# Their progress bar: "Iteration:  36%|###6      | 91/250 [05:22<12:55,  4.87s/it]", one bar
+# per epoch, each counting steps and time from its own start.
 _PROGRESS = re.compile(r"Iteration:[^|]*\|[^|]*\| *(\d+)/\d+ \[(?:(\d+):)?(\d+):(\d+)<")
 
 
 def progress(log):
-  """[(step, elapsed seconds)] of their progress bar's updates in the text `log`."""
-  return [(int(m[1]), 3600 * int(m[2] or 0) + 60 * int(m[3]) + int(m[4]))
-          for m in _PROGRESS.finditer(log)]
+  """[(step, elapsed seconds)] of their progress bars' updates in the text `log`, counted
+  from the first bar's start: a bar that starts again (the next epoch) adds the steps and
+  the time of the one before (the moments between two bars are not counted)."""
+  out, base_steps, base_seconds, last = [], 0, 0, None
+  for m in _PROGRESS.finditer(log):
+    step = int(m[1])
+    seconds = 3600 * int(m[2] or 0) + 60 * int(m[3]) + int(m[4])
+    if last is not None and step < last[0]:  # the next epoch's bar
+      base_steps, base_seconds = base_steps + last[0], base_seconds + last[1]
+    last = (step, seconds)
+    out.append((base_steps + step, base_seconds + seconds))
+  return out
 
 
 def their_speed(stages, args, tinybert, name, flags, epochs):
-  """Training examples/s of their stage: run until --speed_warmup + --speed_steps steps of
-  the first epoch are done, then stop it."""
+  """Training examples/s of their stage: run until --speed_warmup + --speed_steps steps are
+  done (across epochs: `progress`), then stop it."""
   out, log_path = stages.path("speed", name), stages.path("speed", name + ".log")
   shutil.rmtree(out, ignore_errors=True)
   os.makedirs(os.path.dirname(out), exist_ok=True)
