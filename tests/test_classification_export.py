@@ -1,5 +1,6 @@
 """The classifier SavedModel's executors: a one-row batch runs under the single-threaded
-executor, as an attribute of the saved graph, with the same outputs as the plain export."""
+executor, as an attribute of the saved graph, with the same outputs as the plain export; and
+what saving it logs under `cli.run`."""
 
 import logging
 
