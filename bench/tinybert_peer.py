@@ -60,6 +60,8 @@ their task_distill.py and transformer/modeling.py:
   - hidden-state loss: MSE over every position, padding included, through one
     fit_dense shared by all layers (ours: task_distill.py --projection, per layer
     by default, or shared);
+  - the teacher stays in training mode (no teacher_model.eval()): its dropout is
+    on in both stages; ours runs it in inference mode;
   - layer map: attention of student layer m <- teacher layer m*k + k - 1, hidden
     state m <- teacher m*k (k = N/M, must divide): the paper's uniform g; for
     6 -> 3 layers the same 1,3,5 as ours;
@@ -76,7 +78,7 @@ their task_distill.py and transformer/modeling.py:
     prediction stage trains on the labels with MSE, not on the teacher (#128);
     `args.max_seq_len` and `args.num_train_epoch` typos make the per-task
     defaults dead (the flags given are used).
-For SST-2, the head and the padding terms are the ones that act.
+For SST-2, the head, the teacher's dropout and the padding terms are the ones that act.
 
   python bench/tinybert_peer.py --work_dir=DIR --tinybert_dir=PATH/TinyBERT \\
       [--peer_python=PYTHON] [--seeds=1,2] [--threads=1] [--speed_steps=150] [--speed_rounds=2]
