@@ -408,6 +408,11 @@ def main():
     return dict(teacher_model=teacher_theirs, seed=seed, temperature=args.temperature,
                 student_model=student, **more)
 
+  def their_prediction_stage(name, seed, student):
+    return run_theirs(stages, args, tinybert, name,
+                      their_flags(seed, student, pred_distill=True, **aug),
+                      rows["augmented"] or rows["original"], args.prediction_epochs)
+
   def our_run(seed, export):
     return {"side": "ours", "seed": seed,
             **{split: ours_bench.score(export, sentences, 1)["predictions"]
@@ -427,17 +432,13 @@ def main():
     intermediate = run_theirs(stages, args, tinybert, f"theirs_seed{seed}_intermediate",
                               their_flags(seed, student), rows["original"],
                               args.intermediate_epochs)
-    prediction = run_theirs(stages, args, tinybert, f"theirs_seed{seed}_prediction",
-                            their_flags(seed, intermediate, pred_distill=True, **aug),
-                            rows["augmented"] or rows["original"], args.prediction_epochs)
+    prediction = their_prediction_stage(f"theirs_seed{seed}_prediction", seed, intermediate)
     seed_runs.append(their_run("theirs", seed, prediction))
     if args.cross_stages:  # their prediction stage on our intermediate student
       ours_intermediate = their_layout(
           stages, args, f"{name}_intermediate", stages.path(name, "intermediate"), model_dir,
           bert_config_file=stages.path(name, "bert_config.json"))
-      cross = run_theirs(stages, args, tinybert, f"cross_seed{seed}_prediction",
-                         their_flags(seed, ours_intermediate, pred_distill=True, **aug),
-                         rows["augmented"] or rows["original"], args.prediction_epochs)
+      cross = their_prediction_stage(f"cross_seed{seed}_prediction", seed, ours_intermediate)
       seed_runs.append(their_run("cross", seed, cross))
     for r in seed_runs:
       for split, (_, gold) in scored.items():
