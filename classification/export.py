@@ -47,15 +47,26 @@ class ClassifierModule(tf.Module):
   the small kernels themselves (the matmuls' intra-op threads stay). Larger batches keep the
   default executor, whose inter-op threads run independent ops side by side. The executor is
   an attribute of the call op in the saved graph: any loader of the SavedModel gets it.
+
+  With `xla_one_row`, a batch of one row runs the classifier XLA-compiled instead: its some
+  1,200 small ops become a few fused kernels, and the matmuls too small for oneDNN to thread
+  run on every intra-op thread (BENCHMARKS "Serving"). XLA compiles once per input shape, so
+  the text signatures pad a one-row batch to a multiple of `XLA_LENGTH_MULTIPLE` tokens (at most
+  max_seq_length / 8 compilations of about 2 s each on a 2-vCPU host, at a new length's first
+  call). Off by default: TF Serving runs XLA-compiled functions only with
+  `--xla_cpu_compilation_enabled=true`.
   """
 
   # TensorFlow's name for the executor of a one-row batch; None: inline, the default executor.
   SINGLE_BATCH_EXECUTOR = "SINGLE_THREADED_EXECUTOR"
+  # With xla_one_row: a one-row batch's length is rounded up to a multiple of this.
+  XLA_LENGTH_MULTIPLE = 8
 
   def __init__(self, model, vocab_file, do_lower_case, max_seq_length, label_list,
-               is_regression, label_list_file, tokenizer=None):
+               is_regression, label_list_file, tokenizer=None, xla_one_row=False):
     """tokenizer: what the text signatures tokenize and pack with (`tokenize`, `pack` as
-    `InGraphTokenizer`'s); default `InGraphTokenizer(vocab_file, do_lower_case)`."""
+    `InGraphTokenizer`'s); default `InGraphTokenizer(vocab_file, do_lower_case)`.
+    xla_one_row: a one-row batch runs XLA-compiled (see the class)."""
     super().__init__(name="bert_classifier")
     # The model's variables are saved, not the Keras model: saving a Keras model traces and
     # writes every layer's call functions, most of an export's time, which serving never reads.
@@ -71,6 +82,8 @@ class ClassifierModule(tf.Module):
     text = tf.TensorSpec([None], tf.string)
     # Not inlined into the signatures: the call op keeps its executor.
     self._classify = tf.function(self._logits, experimental_attributes={"_noinline": True})
+    self.xla_one_row = xla_one_row
+    self._classify_xla = tf.function(self._logits, jit_compile=True) if xla_one_row else None
     self.serve_ids = tf.function(self._serve_ids, input_signature=[seq, seq, seq])
     self.serve_text = tf.function(self._serve_text, input_signature=[text])
     self.serve_text_pair = tf.function(self._serve_text_pair, input_signature=[text, text])
@@ -79,14 +92,16 @@ class ClassifierModule(tf.Module):
     return tf.cast(self._model(features), tf.float32)  # [batch, num_labels]
 
   def _outputs(self, features):
-    if not self.SINGLE_BATCH_EXECUTOR:
+    if not (self.SINGLE_BATCH_EXECUTOR or self.xla_one_row):
       return self._predictions(self._logits(features))
 
     def classify(executor):  # executor "": the default
       with tf.experimental.function_executor_type(executor):
         return self._classify(features)
-    logits = tf.cond(tf.equal(tf.shape(features["input_ids"])[0], 1),
-                     lambda: classify(self.SINGLE_BATCH_EXECUTOR), lambda: classify(""))
+    one_row = (lambda: self._classify_xla(features)) if self.xla_one_row else (
+        lambda: classify(self.SINGLE_BATCH_EXECUTOR))
+    logits = tf.cond(tf.equal(tf.shape(features["input_ids"])[0], 1), one_row,
+                     lambda: classify(""))
     return self._predictions(logits)
 
   def _predictions(self, logits):
@@ -101,9 +116,14 @@ class ClassifierModule(tf.Module):
 
   def _serve_packed(self, features):
     """Outputs of packed [batch, max_seq_length] features cut to the batch's longest row:
-    a short request does not pay for max_seq_length. Exactly to the longest row: unlike
-    training, inference compiles no kernel per shape."""
-    return self._outputs(inputs.trim_padding(features, 1, INPUT_NAMES))
+    a short request does not pay for max_seq_length. Exactly to the longest row (inference
+    compiles no kernel per shape), but for the XLA-compiled one row: rounded up to
+    XLA_LENGTH_MULTIPLE (at most max_seq_length)."""
+    multiple = 1
+    if self.xla_one_row:
+      one_row = tf.equal(tf.shape(features["input_ids"])[0], 1)
+      multiple = tf.where(one_row, self.XLA_LENGTH_MULTIPLE, 1)
+    return self._outputs(inputs.trim_padding(features, multiple, INPUT_NAMES))
 
   def _serve_text(self, text_a):
     return self._serve_packed(self.tokenizer.pack(self.tokenizer.tokenize(text_a), None,
@@ -116,17 +136,18 @@ class ClassifierModule(tf.Module):
 
 
 def export_saved_model(model, export_dir, vocab_file, do_lower_case, max_seq_length, label_list,
-                       is_regression):
+                       is_regression, xla_one_row=False):
   """Writes the SavedModel to `export_dir`, replacing it atomically (`fileio.atomic_directory`).
 
-  `label_list` is the label names in id order (None for regression). Returns export_dir.
+  `label_list` is the label names in id order (None for regression); `xla_one_row`: see
+  `ClassifierModule`. Returns export_dir.
   """
   with (fileio.staging_directory(export_dir) as staging,
         fileio.atomic_directory(export_dir) as saved):
     # The label file is an asset: saving copies it into the SavedModel's assets/.
     label_file = labels_lib.save_label_list(staging, label_list or [], is_regression)
     module = ClassifierModule(model, vocab_file, do_lower_case, max_seq_length, label_list,
-                              is_regression, label_file)
+                              is_regression, label_file, xla_one_row=xla_one_row)
     tf.saved_model.save(module, saved, signatures=signatures(module))
   return export_dir
 

@@ -56,6 +56,10 @@ class ClassifierOptions(DataOptions, job_lib.FineTuningOptions):
       "output_dir).")
   overwrite_export: bool = option(
       False, "Replace export_dir when it holds a SavedModel written by run_classifier.")
+  export_xla: bool = option(
+      False, "The SavedModel runs a one-row request XLA-compiled (its length padded to a "
+      "multiple of 8; each new length compiles once, about 2 s): faster at batch 1 on CPU. "
+      "TF Serving runs it only with --xla_cpu_compilation_enabled=true.")
   aug_train: bool = option(False, "Train on train_aug.tsv (augment_data.py's output) instead "
                            "of the task's training file.")
 
@@ -67,6 +71,8 @@ class ClassifierOptions(DataOptions, job_lib.FineTuningOptions):
     super().__post_init__()
     if not (self.do_train or self.do_eval or self.do_predict or self.export_dir):
       raise FlagError("at least one of do_train, do_eval, do_predict or export_dir must be set")
+    if self.export_xla and not self.export_dir:
+      raise FlagError("--export_xla is a setting of the export: pass --export_dir too")
     for name in ("max_seq_length", "eval_batch_size", "predict_batch_size"):
       runtime.check_positive(name, getattr(self, name))
 
@@ -229,7 +235,8 @@ class ClassifierRun(job_lib.FineTuningJob):
     o = self.options
     return export.export_saved_model(self.runner.trained_model(self.task), o.export_dir,
                                      o.vocab_file, o.do_lower_case, o.max_seq_length,
-                                     self.label_list(), self.is_regression)
+                                     self.label_list(), self.is_regression,
+                                     xla_one_row=o.export_xla)
 
 
 def run_classifier(options):

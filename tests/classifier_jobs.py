@@ -1,7 +1,9 @@
 """run_classifier's test jobs: a tiny random-init model on sample_data/sentiment, or
-Google's tiny checkpoint on a slice of a GLUE folder."""
+Google's tiny checkpoint on a slice of a GLUE folder; what its SavedModel's call ops hold."""
 
 import os
+
+from tensorflow.core.protobuf import saved_model_pb2
 
 from classification import run as classification_run
 from tests.paths import SAMPLE
@@ -38,3 +40,18 @@ def google_tiny_options(shared_dir, tmp_path, task_name, folder, rows, **kwargs)
                   do_train=True, train_batch_size=8, num_train_epochs=1, seed=1)
   defaults.update(kwargs)
   return classification_run.ClassifierOptions(**defaults)
+
+
+def saved_call_attributes(export_dir, attribute):
+  """[the `attribute` (AttrValue) of every function call op in a SavedModel's functions]."""
+  saved = saved_model_pb2.SavedModel()
+  with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
+    saved.ParseFromString(f.read())
+  return [node.attr[attribute]
+          for function in saved.meta_graphs[0].graph_def.library.function
+          for node in function.node_def if node.op.endswith("PartitionedCall")]
+
+
+def xla_compiled_calls(export_dir):
+  """How many function call ops in a SavedModel's functions XLA must compile."""
+  return sum(value.b for value in saved_call_attributes(export_dir, "_XlaMustCompile"))

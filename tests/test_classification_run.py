@@ -21,7 +21,8 @@ from classification import run
 import cli
 import fileio
 import modeling
-from tests.classifier_jobs import classifier_options, google_tiny_options, slice_glue
+from tests.classifier_jobs import (classifier_options, google_tiny_options, slice_glue,
+                                   xla_compiled_calls)
 from tests.paths import REPO, SAMPLE
 from tests.processes import run_python
 from tests.tiny_models import (TINY_CONFIG, checkpoint_word_embeddings, minilm_word_embeddings,
@@ -121,6 +122,39 @@ print(json.dumps({{"text": text["probabilities"].numpy().tolist(),
   for key in ("text", "pair", "ids"):
     np.testing.assert_allclose(got[key], expected, atol=1e-5, err_msg=key)
   assert got["labels"] == [str(i) for i in expected.argmax(axis=1)]
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_export_xla_answers_one_row_like_the_model(sentiment_run, tmp_path):
+  """--export_xla without --do_train exports the trained checkpoint; in a fresh process, each
+  text alone (the XLA-compiled branch) gets the Keras model's probabilities."""
+  export_dir = tmp_path / "xla"
+  subprocess.run([sys.executable, os.path.join(REPO, "run_classifier.py"), "--task_name=SST-2",
+                  f"--data_dir={SAMPLE}/sentiment", f"--vocab_file={SAMPLE}/vocab.txt",
+                  f"--output_dir={sentiment_run['output_dir']}", "--max_seq_length=32",
+                  f"--export_dir={export_dir}", "--export_xla"], check=True,
+                 capture_output=True)
+  assert xla_compiled_calls(export_dir) == 3  # one per signature
+  assert xla_compiled_calls(sentiment_run["export_dir"]) == 0
+  code = f"""
+import json
+import tensorflow as tf
+import tensorflow_text
+serve = tf.saved_model.load({str(export_dir)!r}).signatures["serve_text"]
+print(json.dumps([serve(text_a=tf.constant([t]))["probabilities"].numpy()[0].tolist()
+                  for t in {TEXTS!r}]))
+"""
+  got = json.loads(run_python(code).strip().splitlines()[-1])
+  tokenizer = tokenization.FullTokenizer(os.path.join(SAMPLE, "vocab.txt"), do_lower_case=True)
+  examples = [classification.InputExample(str(i), t, None, "0") for i, t in enumerate(TEXTS)]
+  features = classification.convert_examples_to_features(examples, ["0", "1"], 32, tokenizer)
+  model = modeling.build_classifier(modeling.BertConfig.from_json_file(sentiment_run["config"]),
+                                    2, seq_length=32)
+  modeling.load_checkpoint(model, sentiment_run["output_dir"])
+  logits = model({k: tf.constant([getattr(f, k) for f in features], tf.int32)
+                  for k in ("input_ids", "input_mask", "segment_ids")}, training=False)
+  np.testing.assert_allclose(got, tf.nn.softmax(logits).numpy(), atol=1e-5)
 
 
 @pytest.mark.slow

@@ -407,6 +407,10 @@ ROWS = [
         r"--export_dir '.*/mine' exists and is not a SavedModel written by run_classifier: "
         r"nothing was touched", exist=("mine/notes.txt",), absent=("out/train.tf_record",),
         setup="not_a_savedmodel", check=_notes_kept),
+    Row("export-xla-without-export-dir", "run_classifier", with_flags(
+        "run_classifier", "--export_xla"), 1,
+        r"--export_xla is a setting of the export: pass --export_dir too",
+        absent=("out/train.tf_record",)),
     Row("export-dir-is-output-dir", "run_classifier", with_flags(
         "run_classifier", "--export_dir={tmp}/out"), 1, r"overlaps --output_dir",
         absent=("out/train.tf_record",)),

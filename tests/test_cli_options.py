@@ -68,7 +68,8 @@ DISTILL = dict(teacher_init_checkpoint=None, teacher_bert_config_file=None,
                projection="per_layer", embedding_loss_weight=1.0, hidden_loss_weight=1.0,
                attention_loss_weight=1.0, attention_kl_loss_weight=0.0)
 OURS = {
-    "run_classifier.py": dict(export_dir=None, overwrite_export=False, aug_train=False,
+    "run_classifier.py": dict(export_dir=None, overwrite_export=False, export_xla=False,
+                              aug_train=False,
                               **TASK_DATA, **RUNTIME),
     "run_squad.py": dict(tune_null_threshold=False, export_dir=None, overwrite_export=False,
                          **RUNTIME),
@@ -84,7 +85,8 @@ OURS = {
         stage="both", intermediate_epochs=10.0, prediction_epochs=3.0, temperature=1.0,
         check_teacher=True, output_dir=None, do_train=False, do_eval=False, do_predict=False,
         train_batch_size=32, eval_batch_size=8, predict_batch_size=8, learning_rate=5e-5,
-        warmup_proportion=0.1, export_dir=None, overwrite_export=False, aug_train=False,
+        warmup_proportion=0.1, export_dir=None, overwrite_export=False, export_xla=False,
+        aug_train=False,
         # --task_name=squad: run_squad's (max_seq_length shows the classification default)
         train_file=None, predict_file=None, doc_stride=128, max_query_length=64,
         n_best_size=20, max_answer_length=30, verbose_logging=False,
