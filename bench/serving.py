@@ -13,11 +13,12 @@ runs alone with --threads threads, after --warmup batch-1 calls (by default ever
 pair the timed calls send, so that the XLA export has compiled their lengths; the
 warm-up's seconds are reported) and a pass at batch 32: batch-1 latency over
 --calls calls (median and p90, ms) and batch-32 throughput (pairs/s) over --rounds
-passes of the dev set. The sides take turns --repeats
-times (a fresh process each) and each figure is the median of a side's runs, so a shared host's drift in speed reaches both. Ours' process runs
-with the README's serving environment (`SERVING_ENV`: TensorFlow's oneDNN kernels,
-its own default on AVX-512 CPUs only, with the calling thread taking a share of
-each kernel's work); --tf_env=default leaves TensorFlow's defaults, and --ours_env
+passes of the dev set. The sides take turns --repeats times (a fresh process
+each) and each figure is the median of a side's runs, so a shared host's drift in
+speed reaches every side. Ours' processes run with the README's serving
+environment (`SERVING_ENV`: TensorFlow's oneDNN kernels, its own default on
+AVX-512 CPUs only, with the calling thread taking a share of each kernel's work);
+--tf_env=default leaves TensorFlow's defaults, and --ours_env
 NAME=VALUE sets more (threads, oneDNN's or TensorFlow's variables). Each run also
 reports its process's CPU time per batch-1 call and per batch-32 pair and the
 host's load average; the summary names the CPU (model, AVX-512/AMX). Not part of CI.

@@ -40,8 +40,8 @@ def _rename_notes(messages):
 def exports(tmp_path_factory):
   """{"dirs": {name: export dir}, "notes": [...]} of one tiny classifier: "executors" as
   exported, "inline" without the single-batch executor (the classifier inlined into the
-  signatures), "xla" with `xla_one_row`; the signature-rename notes TensorFlow logged during each export, the second
-  one under the filter that `cli.run` installs."""
+  signatures), "xla" with `xla_one_row`; the signature-rename notes TensorFlow logged during
+  the first two exports, the second one under the filter that `cli.run` installs."""
   tmp = tmp_path_factory.mktemp("exports")
   vocab = str(SAMPLE / "vocab.txt")
   with open(vocab, encoding="utf-8") as f:
