@@ -38,6 +38,11 @@ def check_export_dir(export_dir, output_dir, overwrite):
   fileio.check_export_dir(export_dir, output_dir, overwrite, _MARKERS, "run_classifier")
 
 
+def _one_row(features):
+  """bool scalar tensor: the batch of `features` has one row."""
+  return tf.equal(tf.shape(features["input_ids"])[0], 1)
+
+
 class ClassifierModule(tf.Module):
   """The Keras classifier plus tokenizer, labels and the serving functions.
 
@@ -100,8 +105,7 @@ class ClassifierModule(tf.Module):
         return self._classify(features)
     one_row = (lambda: self._classify_xla(features)) if self.xla_one_row else (
         lambda: classify(self.SINGLE_BATCH_EXECUTOR))
-    logits = tf.cond(tf.equal(tf.shape(features["input_ids"])[0], 1), one_row,
-                     lambda: classify(""))
+    logits = tf.cond(_one_row(features), one_row, lambda: classify(""))
     return self._predictions(logits)
 
   def _predictions(self, logits):
@@ -121,8 +125,7 @@ class ClassifierModule(tf.Module):
     XLA_LENGTH_MULTIPLE (at most max_seq_length)."""
     multiple = 1
     if self.xla_one_row:
-      one_row = tf.equal(tf.shape(features["input_ids"])[0], 1)
-      multiple = tf.where(one_row, self.XLA_LENGTH_MULTIPLE, 1)
+      multiple = tf.where(_one_row(features), self.XLA_LENGTH_MULTIPLE, 1)
     return self._outputs(inputs.trim_padding(features, multiple, INPUT_NAMES))
 
   def _serve_text(self, text_a):
