@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import random
 from typing import Optional
 
 from absl import logging
@@ -101,10 +102,18 @@ class ClassifierRun(job_lib.FineTuningJob):
   # ----- data
 
   def train_examples(self):
+    """The training examples in file order (Google's), but with `aug_train` in a random order
+    seeded by --seed (0 without): augment_data.py writes each sentence's variants together,
+    which the pipeline's 100-record shuffle buffer cannot spread over the epoch (TinyBERT's
+    loader draws from all rows), so batches would repeat a few sentences."""
+    o = self.options
     if self._train_examples is None:
-      self._train_examples = self.processor.get_train_examples(self.options.data_dir)
-      if not self._train_examples:
-        raise FlagError(f"no training examples in {self.options.data_dir}")
+      examples = self.processor.get_train_examples(o.data_dir)
+      if not examples:
+        raise FlagError(f"no training examples in {o.data_dir}")
+      if o.processor_options().get("aug_train"):
+        random.Random(0 if o.seed is None else o.seed).shuffle(examples)
+      self._train_examples = examples
     return self._train_examples
 
   def label_list(self):

@@ -28,6 +28,7 @@ from tests.processes import run_python
 from tests.tiny_models import (TINY_CONFIG, checkpoint_word_embeddings, minilm_word_embeddings,
                                tiny_config_file)
 import tokenization
+from training import task as task_lib
 
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
 TEXTS = ["A wonderful film, I loved every minute of it.", "The soup was cold and the staff rude.",
@@ -215,6 +216,42 @@ def test_missing_data_file(tmp_path):
   (tmp_path / "data").mkdir()
   with pytest.raises(fileio.InputError, match=r"data file .*data/train\.tsv: not found"):
     run.run_classifier(classifier_options(tmp_path, data_dir=str(tmp_path / "data")))
+
+
+def test_aug_train_examples_are_written_in_a_seeded_random_order(tmp_path):
+  """augment_data.py writes each sentence's variants together: with aug_train the training
+  examples, and train.tf_record, are in a random order seeded by --seed (0 without), which the
+  pipeline's 100-record shuffle buffer then only perturbs; the training file stays in file
+  order (Google's)."""
+  data = tmp_path / "data"
+  data.mkdir()
+  header, *rows = (SAMPLE / "sentiment" / "train.tsv").read_text().splitlines(keepends=True)
+  for name in ("train.tsv", "train_aug.tsv"):
+    (data / name).write_text(header + "".join(rows[:40]))
+  in_file = [row.split("\t")[0] for row in rows[:40]]
+
+  def job(name, **kwargs):
+    (tmp_path / name).mkdir()
+    return run.ClassifierRun(classifier_options(tmp_path / name, data_dir=str(data), **kwargs))
+
+  def order(name, **kwargs):
+    return [example.text_a for example in job(name, **kwargs).train_examples()]
+  assert order("plain", seed=3) == in_file
+  shuffled = order("seed3", aug_train=True, seed=3)
+  assert sorted(shuffled) == sorted(in_file) and shuffled != in_file
+  assert order("again", aug_train=True, seed=3) == shuffled
+  assert order("seed4", aug_train=True, seed=4) != shuffled
+  assert order("unseeded", aug_train=True) == order("seed0", aug_train=True, seed=0)
+  # The records follow the examples' order.
+  written = job("written", aug_train=True, seed=3)
+  written.prepare_training(1.0)
+  records = [tf.train.Example.FromString(r).features.feature["input_ids"].int64_list.value
+             for r in tf.data.TFRecordDataset(written.task.record_files[task_lib.TRAIN])
+             .as_numpy_iterator()]
+  tokenizer = written.tokenizer
+  expected = [tokenizer.convert_tokens_to_ids(["[CLS]"] + tokenizer.tokenize(text)[:30] + ["[SEP]"])
+              for text in shuffled]
+  assert [list(r[:len(e)]) for r, e in zip(records, expected)] == expected
 
 
 def test_vocab_size_mismatch(shared_dir, tmp_path):
