@@ -62,7 +62,8 @@ class ClassifierOptions(DataOptions, job_lib.FineTuningOptions):
       "multiple of 8; each new length compiles once, about 2 s): faster at batch 1 on CPU. "
       "TF Serving runs it only with --xla_cpu_compilation_enabled=true.")
   aug_train: bool = option(False, "Train on train_aug.tsv (augment_data.py's output) instead "
-                           "of the task's training file.")
+                           "of the task's training file, its rows in a random order seeded "
+                           "by --seed.")
 
   def processor_options(self):
     """`task_options`, with `aug_train` when set."""
