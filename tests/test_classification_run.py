@@ -249,8 +249,9 @@ def test_aug_train_examples_are_written_in_a_seeded_random_order(tmp_path):
              for r in tf.data.TFRecordDataset(written.task.record_files[task_lib.TRAIN])
              .as_numpy_iterator()]
   tokenizer = written.tokenizer
-  expected = [tokenizer.convert_tokens_to_ids(["[CLS]"] + tokenizer.tokenize(text)[:30] + ["[SEP]"])
+  expected = [tokenizer.convert_tokens_to_ids(["[CLS]", *tokenizer.tokenize(text)[:30], "[SEP]"])
               for text in shuffled]
+  assert len(records) == len(expected)
   assert [list(r[:len(e)]) for r, e in zip(records, expected)] == expected
 
 
