@@ -102,18 +102,25 @@ def measure(call, pairs, calls, rounds, warmup, batch_size=32):
           "warmup_seconds": warmup_seconds, "load_average": os.getloadavg()[0]}
 
 
+def tflite_signature(path, threads, name):
+  """The .tflite's signature runner `name`, loaded with TF Text's documented loader (its
+  TFLite ops registered) and `threads` threads; imports only tensorflow and tensorflow_text."""
+  tf_text = importlib.import_module("tensorflow_text")
+  from tensorflow.lite.python import interpreter  # pylint: disable=import-outside-toplevel
+  return interpreter.InterpreterWithCustomOps(
+      model_path=path, num_threads=threads,
+      custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS,
+  ).get_signature_runner(name)
+
+
 def measure_ours(args):
   """In this process: tensorflow + tensorflow_text only, then the text signature of the
   SavedModel or the .tflite (TF Text's documented loader, --threads threads)."""
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  tf_text = importlib.import_module("tensorflow_text")  # registers the tokenizer's ops
+  importlib.import_module("tensorflow_text")  # registers the tokenizer's ops
   if args.export_dir.endswith(".tflite"):
     import numpy as np  # pylint: disable=import-outside-toplevel
-    from tensorflow.lite.python import interpreter  # pylint: disable=import-outside-toplevel
-    serve = interpreter.InterpreterWithCustomOps(
-        model_path=args.export_dir, num_threads=args.threads,
-        custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS,
-    ).get_signature_runner("serve_text_pair")
+    serve = tflite_signature(args.export_dir, args.threads, "serve_text_pair")
 
     def call(texts_a, texts_b):
       return serve(text_a=np.array([t.encode() for t in texts_a], dtype=object),

@@ -21,6 +21,7 @@ targets' ratios. Run it with a Python that has bench/requirements.txt. Not part 
 
 import argparse
 import csv
+import importlib
 import json
 import os
 import statistics
@@ -29,6 +30,7 @@ import sys
 import time
 
 from child_env import child_env  # bench/
+from serving import tflite_signature  # bench/
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GLUE = os.path.join(REPO, "..", "shared", "data", "glue")
@@ -74,17 +76,13 @@ def measure(args):
   """In this process: tensorflow + tensorflow_text only; prints one JSON line of figures."""
   import numpy as np  # pylint: disable=import-outside-toplevel
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
-  import tensorflow_text as tf_text  # pylint: disable=import-outside-toplevel
+  importlib.import_module("tensorflow_text")  # registers the tokenizer's ops
   pairs, gold = read_dev(args.task)
   is_pair = TASKS[args.task][1][1] is not None
   name = "serve_text_pair" if is_pair else "serve_text"
   path = args.measure
   if path.endswith(".tflite"):
-    from tensorflow.lite.python import interpreter as tfl  # pylint: disable=import-outside-toplevel
-    interpreter = tfl.InterpreterWithCustomOps(
-        model_path=path, num_threads=args.threads,
-        custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS)
-    runner = interpreter.get_signature_runner(name)
+    runner = tflite_signature(path, args.threads, name)
 
     def call(rows):
       inputs = {"text_a": np.array([a.encode() for a, _ in rows], dtype=object)}
