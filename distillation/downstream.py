@@ -154,8 +154,11 @@ class _DistilledStudent:
           teacher_checkpoint=o.teacher_init_checkpoint, student_config=self.config,
           layer_map=mapped, weights=o.loss_weights(), projection=o.projection,
           teacher_layers=self.teacher_layers)
+      logging.info("Intermediate stage: learning rate %s (--intermediate_lr_schedule=%s)",
+                   o.learning_rate, o.intermediate_lr_schedule)
       scalars[INTERMEDIATE] = self.train_task(task, steps, output_dir=intermediate_dir,
-                                              init_checkpoint=o.student_init_checkpoint)
+                                              init_checkpoint=o.student_init_checkpoint,
+                                              lr_schedule=o.intermediate_lr_schedule)
     if o.stage in (PREDICTION, BOTH):
       steps = self.prepare_training(o.prediction_epochs)
       start = tf.train.latest_checkpoint(intermediate_dir) or o.student_init_checkpoint

@@ -24,7 +24,7 @@ from distillation.layerwise import LossWeights
 from distillation.model import PER_LAYER, PROJECTIONS
 import modeling
 from squad.run import SquadOptions
-from training import runtime
+from training import runtime, schedule
 
 # `define_task_distill_flags` defines them for task_distill.py (see `cli.options`).
 flags.disclaim_key_flags()
@@ -103,6 +103,10 @@ class TaskStageOptions(DistillOptions):
   stage: str = option(BOTH, "intermediate: the layer-wise losses; prediction: the logits; "
                       "both: one then the other.", choices=STAGES)
   intermediate_epochs: float = option(10.0, "Epochs of the intermediate stage.")
+  intermediate_lr_schedule: str = option(
+      schedule.CONSTANT, "The intermediate stage's learning rate: constant (the official "
+      "TinyBERT's) or warmup_linear (warmup_proportion, then linear decay to 0, as the "
+      "prediction stage).", choices=schedule.SCHEDULES)
   prediction_epochs: float = option(3.0, "Epochs of the prediction stage.")
   temperature: float = option(1.0, "Temperature of the prediction stage's soft labels.")
   check_teacher: bool = option(

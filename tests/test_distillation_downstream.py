@@ -202,11 +202,28 @@ def test_the_prediction_stage_alone_starts_from_the_students_initial_weights(tea
   assert done["eval"]["global_step"] == 7
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("schedule, logged", [
+    (None, [3e-4, 3e-4, 3e-4]),  # the default: constant, as the official TinyBERT
+    ("warmup_linear", [2e-4, 1e-4, 0.0]),  # 3 steps, no warmup step (int(3 * 0.1))
+])
+def test_the_intermediate_stages_learning_rate(teacher, tmp_path, schedule, logged):
+  change = {"intermediate_lr_schedule": schedule} if schedule else {}
+  out = tmp_path / "out"
+  downstream.run_task_distill(TaskDistillOptions(**_options(
+      teacher, out, check_teacher=False, stage=downstream.INTERMEDIATE,
+      intermediate_epochs=0.1, log_steps=1, **change)))  # 600 rows / 16 * 0.1: 3 steps
+  rates = summaries.read_scalars(str(out / downstream.INTERMEDIATE))["learning_rate"]
+  np.testing.assert_allclose([rates[step] for step in (1, 2, 3)], logged, rtol=1e-6, atol=1e-12)
+
+
 @pytest.mark.parametrize("change, message", [
     (dict(stage="intermediate", do_eval=True),
      "--stage=intermediate trains no output layer: run --stage=prediction"),
     (dict(temperature=0.0), "--temperature must be positive, got 0.0"),
     (dict(stage="all"), "--stage must be one of intermediate, prediction, both, got 'all'"),
+    (dict(intermediate_lr_schedule="none"),
+     "--intermediate_lr_schedule must be one of warmup_linear, constant, got 'none'"),
 ])
 def test_option_errors(tmp_path, change, message):
   with pytest.raises(FlagError, match=message):

@@ -240,6 +240,18 @@ def test_schedule_matches_google_formula():
   np.testing.assert_allclose(float(restored(550)), float(lr(550)))
 
 
+def test_constant_schedule_is_the_initial_rate_at_every_step():
+  """The official TinyBERT's intermediate stage: no warmup, no decay, the last step too."""
+  init_lr = 5e-5
+  lr = schedule_lib.create_schedule(schedule_lib.CONSTANT, init_lr, 500, 50)
+  assert [float(lr(step)) for step in (0, 1, 49, 250, 499, 500, 600)] == [
+      np.float32(init_lr)] * 7
+  google = schedule_lib.create_schedule(schedule_lib.WARMUP_LINEAR, init_lr, 500, 50)
+  assert [float(google(step)) for step in (0, 500)] == [0.0, 0.0]
+  with pytest.raises(ValueError, match="schedule must be one of"):
+    schedule_lib.create_schedule('cosine', init_lr, 500, 50)
+
+
 def test_create_optimizer_is_googles():
   opt = optimizer_lib.create_optimizer(2e-5, 100, 10)
   assert isinstance(opt, optimizer_lib.AdamWeightDecay)
@@ -250,3 +262,5 @@ def test_create_optimizer_is_googles():
                     optimizer_lib.Lamb)
   with pytest.raises(ValueError, match="optimizer_type must be one of"):
     optimizer_lib.create_optimizer(1e-3, 10, 1, 'sgd')
+  constant = optimizer_lib.create_optimizer(2e-5, 100, 10, schedule=schedule_lib.CONSTANT)
+  assert float(constant.learning_rate(100)) == np.float32(2e-5)

@@ -185,14 +185,15 @@ def create_optimizer(
     init_lr, num_train_steps, num_warmup_steps, optimizer_type='adamw',
     weight_decay_rate=DEFAULT_WEIGHT_DECAY_RATE,
     exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
-    clip_norm=DEFAULT_CLIP_NORM):
+    clip_norm=DEFAULT_CLIP_NORM, schedule=schedule_lib.WARMUP_LINEAR):
   """Google's `optimization.create_optimizer`: schedule + optimizer + clipping.
 
+  `schedule`: one of `schedule_lib.SCHEDULES` (Google's warmup and linear decay by default).
   Gradients are clipped to global norm `clip_norm` after the cross-replica sum
   (None disables clipping).
   """
-  learning_rate = schedule_lib.WarmupPolynomialDecay(
-      init_lr, num_train_steps, num_warmup_steps)
+  learning_rate = schedule_lib.create_schedule(
+      schedule, init_lr, num_train_steps, num_warmup_steps)
   if optimizer_type not in OPTIMIZERS:
     raise ValueError(f'optimizer_type must be one of {OPTIMIZERS}, '
                      f'got {optimizer_type!r}')

@@ -17,7 +17,7 @@ import tf_keras
 from cli import FlagError
 from fileio import filesystem
 from modeling import kernels as kernels_lib
-from training import checkpointing, evaluation, loop, optimizer, output_lock, precision
+from training import checkpointing, evaluation, loop, optimizer, output_lock, precision, schedule
 from training import strategy as strategy_lib
 from training import task as task_lib
 
@@ -70,11 +70,12 @@ class Runner:
     return strategy_lib.is_chief(self.strategy)
 
   def train(self, task, train_batch_size, num_train_steps, learning_rate, num_warmup_steps,
-            output_dir=None, init_checkpoint=None):
+            output_dir=None, init_checkpoint=None, lr_schedule=schedule.WARMUP_LINEAR):
     """Trains `task` to num_train_steps optimizer steps; returns the last logged scalars.
 
     output_dir, init_checkpoint: this training's checkpoint directory and warm
-    start, when not the runner's (a job trained in stages).
+    start, when not the runner's (a job trained in stages). lr_schedule: one of
+    `training.schedule.SCHEDULES`.
     """
     o = self.options
     trainer = loop.Trainer(
@@ -89,7 +90,8 @@ class Runner:
             use_xla=o.use_xla),
         model_fn=task.build_model,
         optimizer_fn=lambda: optimizer.create_optimizer(
-            learning_rate, num_train_steps, num_warmup_steps, o.optimizer),
+            learning_rate, num_train_steps, num_warmup_steps, o.optimizer,
+            schedule=lr_schedule),
         loss_fn=task.loss,
         dataset_fn=task.dataset_fn(task_lib.TRAIN, train_batch_size),
         metrics_fn=task.metrics,

@@ -1,7 +1,11 @@
-"""Google BERT's learning rate: linear warmup, then linear decay to zero."""
+"""Learning-rate schedules: Google BERT's (linear warmup, then linear decay to zero) and a
+constant one (the official TinyBERT's intermediate stage)."""
 
 import tensorflow as tf
 import tf_keras
+
+WARMUP_LINEAR, CONSTANT = 'warmup_linear', 'constant'
+SCHEDULES = (WARMUP_LINEAR, CONSTANT)
 
 
 class WarmupPolynomialDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
@@ -52,3 +56,14 @@ class WarmupPolynomialDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
         'end_learning_rate': self.end_learning_rate,
         'name': self.name,
     }
+
+
+def create_schedule(name, init_lr, num_train_steps, num_warmup_steps):
+  """`name`'s schedule: WARMUP_LINEAR (Google's), or CONSTANT: init_lr at every step, no
+  warmup (the official TinyBERT's 'none')."""
+  if name == WARMUP_LINEAR:
+    return WarmupPolynomialDecay(init_lr, num_train_steps, num_warmup_steps)
+  if name == CONSTANT:
+    # A decay of power 0: (1 - fraction)^0 = 1 at every step, the last one included.
+    return WarmupPolynomialDecay(init_lr, num_train_steps, 0, power=0.0)
+  raise ValueError(f'schedule must be one of {SCHEDULES}, got {name!r}')
