@@ -19,7 +19,8 @@ by run_classifier.py on the first --train_rows SST-2 rows, max_seq_length 64,
 student_init/; theirs: the same checkpoint through export_huggingface.py), the
 intermediate stage on the original rows, the prediction stage on TinyBERT's
 augmented rows (augment_data.py's train_aug.tsv, which both read), batch 32,
-lr 5e-5, warm-up 0.1, --temperature, the same --threads (TensorFlow's pools,
+lr 5e-5 (constant in the intermediate stage, warm-up 0.1 and linear decay in the
+prediction stage), --temperature, the same --threads (TensorFlow's pools,
 OMP_NUM_THREADS for PyTorch). The teacher and the student reach their code as
 pytorch_model.bin + config.json + vocab.txt converted from export_huggingface.py's
 safetensors. Their task_distill.py evaluates the student on dev every --eval_step
@@ -69,7 +70,8 @@ their task_distill.py and transformer/modeling.py:
     batch (1/num_labels scale; Adam mostly absorbs it), no t^2 factor;
   - optimizer: BertAdam (no bias correction, weight decay 0.01, gradient norm
     clipped per tensor, not globally); the intermediate stage at a constant lr
-    (schedule 'none', no warm-up), the prediction stage warm-up + linear decay;
+    (schedule 'none', no warm-up: ours' default too), the prediction stage
+    warm-up + linear decay;
   - the last partial batch of each epoch is skipped; only whole epochs run
     (int(num_train_epochs)), so fractional epochs are refused here;
   - dev-set model selection in the prediction stage (see above);
