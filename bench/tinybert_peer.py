@@ -20,7 +20,8 @@ student_init/; theirs: the same checkpoint through export_huggingface.py), the
 intermediate stage on the original rows, the prediction stage on TinyBERT's
 augmented rows (augment_data.py's train_aug.tsv, which both read), batch 32,
 lr 5e-5 (constant in the intermediate stage, warm-up 0.1 and linear decay in the
-prediction stage), --temperature, the same --threads (TensorFlow's pools,
+prediction stage), their intermediate losses' padding (--padded_positions),
+--temperature, the same --threads (TensorFlow's pools,
 OMP_NUM_THREADS for PyTorch). The teacher and the student reach their code as
 pytorch_model.bin + config.json + vocab.txt converted from export_huggingface.py's
 safetensors. Their task_distill.py evaluates the student on dev every --eval_step
@@ -57,10 +58,12 @@ their task_distill.py and transformer/modeling.py:
     one that was fine-tuned (this bench prints its dev accuracy in their model);
   - attention loss: MSE on the raw scores with the padding mask (-10000) added,
     scores <= -100 set to 0: padded keys add zeros to the mean, padded query rows
-    count fully, the mean runs over B*H*S*S; ours masks padded positions;
-  - hidden-state loss: MSE over every position, padding included, through one
-    fit_dense shared by all layers (ours: task_distill.py --projection, per layer
-    by default, or shared);
+    count fully, the mean runs over B*H*S*S; ours masks padded positions unless
+    --padded_positions=included, which computes theirs (this bench's default: both
+    sides distil with the same losses);
+  - hidden-state loss: MSE over every position, padding included (ours: as the
+    attention loss), through one fit_dense shared by all layers (ours:
+    task_distill.py --projection, per layer by default, or shared);
   - the teacher stays in training mode (no teacher_model.eval()): its dropout is
     on in both stages; ours runs it in inference mode;
   - layer map: attention of student layer m <- teacher layer m*k + k - 1, hidden
@@ -369,6 +372,11 @@ def main():
   parser.add_argument("--speed_rounds", type=int, default=2)
   parser.add_argument("--holdout_rows", type=int, default=1000,
                       help="held-out SST-2 training rows scored besides dev (0: none)")
+  parser.add_argument("--padded_positions", default="included",
+                      choices=("excluded", "included"),
+                      help="ours' task_distill.py --padded_positions: included computes the "
+                      "intermediate MSEs over the padding as theirs does; excluded is the "
+                      "paper's masking (task_distill.py's default)")
   parser.add_argument("--cross_stages", action="store_true",
                       help="also run their prediction stage on our intermediate student")
   args = parser.parse_args()
@@ -404,7 +412,8 @@ def main():
     return dict(ours_bench.task_flags(data_dir, model_dir, stages.path(name), seed),
                 teacher_init_checkpoint=teacher_dir,
                 student_init_from_teacher_layers=ours_bench.TEACHER_LAYERS,
-                temperature=args.temperature, log_steps=args.log_steps)
+                temperature=args.temperature, log_steps=args.log_steps,
+                padded_positions=args.padded_positions)
 
   def their_flags(seed, student, **more):
     return dict(teacher_model=teacher_theirs, seed=seed, temperature=args.temperature,

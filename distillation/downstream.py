@@ -153,9 +153,10 @@ class _DistilledStudent:
           self.task, teacher_config=self.teacher_config,
           teacher_checkpoint=o.teacher_init_checkpoint, student_config=self.config,
           layer_map=mapped, weights=o.loss_weights(), projection=o.projection,
-          teacher_layers=self.teacher_layers)
-      logging.info("Intermediate stage: learning rate %s (--intermediate_lr_schedule=%s)",
-                   o.learning_rate, o.intermediate_lr_schedule)
+          padding=o.padded_positions, teacher_layers=self.teacher_layers)
+      logging.info("Intermediate stage: learning rate %s (--intermediate_lr_schedule=%s), "
+                   "padded positions %s in the MSEs", o.learning_rate,
+                   o.intermediate_lr_schedule, o.padded_positions)
       scalars[INTERMEDIATE] = self.train_task(task, steps, output_dir=intermediate_dir,
                                               init_checkpoint=o.student_init_checkpoint,
                                               lr_schedule=o.intermediate_lr_schedule)

@@ -123,7 +123,8 @@ class GeneralDistillJob(job_lib.Job):
         files, o.max_predictions_per_seq, dynamic, o.restore_masked_tokens, o.seed,
         teacher_config=self.teacher_config, teacher_checkpoint=o.teacher_init_checkpoint,
         student_config=self.student_config, layer_map=self.layer_map,
-        weights=o.loss_weights(), projection=o.projection, teacher_layers=self.teacher_layers,
+        weights=o.loss_weights(), projection=o.projection, padding=o.padded_positions,
+        teacher_layers=self.teacher_layers,
         seq_length=o.max_seq_length)
 
   def train(self):

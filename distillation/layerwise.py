@@ -60,13 +60,17 @@ class LayerwiseDistillationTask(task_lib.Task):
     layer_map: the teacher layer (0-based) of each student layer.
     weights: `LossWeights`.
     projection: "per_layer" or "shared" (`distillation.model.Projections`).
+    padding: whether the MSEs leave padded positions out ("excluded", the paper) or
+      count them as the official code does ("included"; `distillation.losses`).
     teacher_layers: build the student from these teacher layers
       (`distillation.student`), or None.
   """
 
   def __init__(self, teacher_config, teacher_checkpoint, student_config, layer_map,
-               weights=LossWeights(), projection=PER_LAYER, teacher_layers=None,
-               seq_length=None):
+               weights=LossWeights(), projection=PER_LAYER, padding=losses.EXCLUDED,
+               teacher_layers=None, seq_length=None):
+    if padding not in losses.PADDING:
+      raise ValueError(f"padding must be one of {losses.PADDING}, got {padding!r}")
     if student_config.vocab_size != teacher_config.vocab_size:
       raise ConfigError(f"the student's vocab_size {student_config.vocab_size} differs from "
                         f"the teacher's {teacher_config.vocab_size}: both read the same ids")
@@ -80,6 +84,7 @@ class LayerwiseDistillationTask(task_lib.Task):
     self.layer_map = tuple(layer_map)
     self.weights = weights
     self.projection = projection
+    self.padding = padding
     self.teacher_layers = teacher_layers
     self.seq_length = seq_length
 
@@ -107,14 +112,15 @@ class LayerwiseDistillationTask(task_lib.Task):
     terms = {}
     if w.embedding:
       terms["embedding_loss"] = losses.hidden_mse(outputs["student_embeddings"],
-                                                  outputs["teacher_embeddings"], mask)
+                                                  outputs["teacher_embeddings"], mask,
+                                                  self.padding)
     if w.hidden:
       terms["hidden_loss"] = tf.add_n([
-          losses.hidden_mse(s, t, mask)
+          losses.hidden_mse(s, t, mask, self.padding)
           for s, t in zip(outputs["student_hidden"], outputs["teacher_hidden"])])
     if w.attention:
       terms["attention_loss"] = tf.add_n([
-          losses.attention_score_mse(s, t, mask)
+          losses.attention_score_mse(s, t, mask, self.padding)
           for s, t in zip(outputs["student_scores"], outputs["teacher_scores"])])
     if w.attention_kl:
       terms["attention_kl_loss"] = losses.attention_kl(

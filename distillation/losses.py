@@ -1,12 +1,18 @@
 """TinyBERT's distillation losses (Jiao et al. 2020) and MiniLM's attention KL, on tensors.
 
-Every loss leaves padded positions (input_mask == 0) out: the means are over
-real positions, or real query-key pairs, only (the official TinyBERT code
-averages over the padding too). Inputs may be any float dtype; the losses are
-float32 scalars.
+Every loss leaves padded positions (input_mask == 0) out by default: the means
+are over real positions, or real query-key pairs, only. The official TinyBERT
+code counts the padding in its MSEs; `padding=INCLUDED` does as it does.
+Inputs may be any float dtype; the losses are float32 scalars.
 """
 
 import tensorflow as tf
+
+# How the MSEs treat padded positions: left out (the paper), or counted as the official
+# code counts them (every position's hidden state; every query row, with the scores of
+# padded keys 0 on both sides, the mean over all S x S pairs).
+EXCLUDED, INCLUDED = "excluded", "included"
+PADDING = (EXCLUDED, INCLUDED)
 
 
 def _real(input_mask):
@@ -14,32 +20,39 @@ def _real(input_mask):
   return tf.cast(input_mask, tf.float32)
 
 
-def hidden_mse(projected_student, teacher, input_mask):
+def hidden_mse(projected_student, teacher, input_mask, padding=EXCLUDED):
   """MSE(H_S W, H_T) over the real positions: TinyBERT's embedding and hidden-state losses.
 
   projected_student [B, S, H_T]: H_S W, the student's states through their learned
   projection (`distillation.model.Projections`); teacher [B, S, H_T]; input_mask
-  [B, S]. The mean is over the real positions' n_real * H_T elements.
+  [B, S]. The mean is over the real positions' n_real * H_T elements (with
+  padding=INCLUDED, over all B * S * H_T).
   """
   real = _real(input_mask)
+  counted = tf.ones_like(real) if padding == INCLUDED else real
   squared = tf.reduce_sum(tf.square(tf.cast(projected_student, tf.float32) -
                                     tf.cast(teacher, tf.float32)), axis=-1)  # [B, S]
   width = tf.cast(tf.shape(teacher)[-1], tf.float32)
-  return tf.reduce_sum(squared * real) / (tf.reduce_sum(real) * width)
+  return tf.reduce_sum(squared * counted) / (tf.reduce_sum(counted) * width)
 
 
-def attention_score_mse(student_scores, teacher_scores, input_mask):
+def attention_score_mse(student_scores, teacher_scores, input_mask, padding=EXCLUDED):
   """TinyBERT's attention loss: MSE of the unnormalised scores, averaged over heads.
 
   student_scores, teacher_scores [B, N, S, S]: QK^T/sqrt(d) before the padding
   mask (the encoder's `attention_scores`), with the same number of heads N.
-  The mean is over the heads and the real (query, key) pairs.
+  The mean is over the heads and the real (query, key) pairs; with
+  padding=INCLUDED, the padded queries' rows count too, padded keys count as a
+  difference of 0, and the mean is over all B * N * S * S scores.
   """
   real = _real(input_mask)
-  pairs = real[:, :, tf.newaxis] * real[:, tf.newaxis, :]  # [B, S, S]
+  queries = tf.ones_like(real) if padding == INCLUDED else real
+  pairs = queries[:, :, tf.newaxis] * real[:, tf.newaxis, :]  # [B, S, S]
   squared = tf.square(tf.cast(student_scores, tf.float32) - tf.cast(teacher_scores, tf.float32))
   heads = tf.cast(tf.shape(squared)[1], tf.float32)
-  return tf.reduce_sum(squared * pairs[:, tf.newaxis]) / (tf.reduce_sum(pairs) * heads)
+  count = (tf.cast(tf.size(squared), tf.float32) if padding == INCLUDED
+           else tf.reduce_sum(pairs) * heads)
+  return tf.reduce_sum(squared * pairs[:, tf.newaxis]) / count
 
 
 def soft_cross_entropy(student_logits, teacher_logits, temperature=1.0):

@@ -19,6 +19,7 @@ from cli import FlagError
 from cli import options as cli_options
 from cli.options import option, required
 from distillation import layer_map as layer_map_lib
+from distillation import losses
 from distillation import student as student_lib
 from distillation.layerwise import LossWeights
 from distillation.model import PER_LAYER, PROJECTIONS
@@ -58,6 +59,11 @@ class DistillOptions(runtime.RuntimeOptions):
   projection: str = option(
       PER_LAYER, "The learned maps from the student's width to the teacher's: one per layer "
       "(the paper) or one shared (the official code).", choices=PROJECTIONS)
+  padded_positions: str = option(
+      losses.EXCLUDED, "What the embedding, hidden-state and attention-score MSEs do with "
+      "padded positions: leave them out (the paper) or include them as the official code "
+      "does (every position's state; every query's scores, padded keys' as 0; means over "
+      "all max_seq_length positions).", choices=losses.PADDING)
   embedding_loss_weight: float = option(1.0, "Weight of the embedding-layer MSE.")
   hidden_loss_weight: float = option(1.0, "Weight of the hidden-state MSEs.")
   attention_loss_weight: float = option(

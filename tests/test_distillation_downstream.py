@@ -217,6 +217,23 @@ def test_the_intermediate_stages_learning_rate(teacher, tmp_path, schedule, logg
   np.testing.assert_allclose([rates[step] for step in (1, 2, 3)], logged, rtol=1e-6, atol=1e-12)
 
 
+@pytest.mark.slow
+def test_the_intermediate_stage_counts_padded_positions_when_asked(teacher, tmp_path):
+  """--padded_positions reaches the intermediate stage's MSEs: the same first step logs other
+  losses (the sample's rows are shorter than max_seq_length)."""
+  first = {}
+  for padding in ("excluded", "included"):
+    out = tmp_path / padding
+    downstream.run_task_distill(TaskDistillOptions(**_options(
+        teacher, out, check_teacher=False, stage=downstream.INTERMEDIATE,
+        intermediate_epochs=0.03, log_steps=1, padded_positions=padding)))  # 1 step
+    scalars = summaries.read_scalars(str(out / downstream.INTERMEDIATE))
+    first[padding] = {name: scalars[name][1] for name in ("embedding_loss", "hidden_loss",
+                                                          "attention_loss")}
+  for name, value in first["excluded"].items():
+    assert first["included"][name] != pytest.approx(value, rel=1e-3), name
+
+
 @pytest.mark.parametrize("change, message", [
     (dict(stage="intermediate", do_eval=True),
      "--stage=intermediate trains no output layer: run --stage=prediction"),
@@ -224,6 +241,8 @@ def test_the_intermediate_stages_learning_rate(teacher, tmp_path, schedule, logg
     (dict(stage="all"), "--stage must be one of intermediate, prediction, both, got 'all'"),
     (dict(intermediate_lr_schedule="none"),
      "--intermediate_lr_schedule must be one of warmup_linear, constant, got 'none'"),
+    (dict(padded_positions="zero"),
+     "--padded_positions must be one of excluded, included, got 'zero'"),
 ])
 def test_option_errors(tmp_path, change, message):
   with pytest.raises(FlagError, match=message):

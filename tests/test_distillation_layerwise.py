@@ -8,7 +8,7 @@ import tf_keras
 
 from cli import FlagError
 import modeling
-from distillation import layer_map
+from distillation import layer_map, losses
 from distillation.layerwise import LayerwiseDistillationTask, LossWeights
 from tests.tiny_models import TINY_BERT, bert_inputs
 
@@ -65,6 +65,27 @@ def test_the_loss_is_the_weighted_sum_of_its_terms(teacher):
   expected = 2 * terms["embedding_loss"] + 0.5 * terms["hidden_loss"] + 3 * terms[
       "attention_kl_loss"]
   assert float(loss) == pytest.approx(expected, rel=1e-6)
+
+
+def test_the_padding_choice_reaches_every_mse(teacher):
+  features = bert_inputs()
+  assert features["input_mask"].min() == 0  # some rows are padded
+  outputs = _task(teacher[1]).build_model()(features)
+  terms = {}
+  for padding in losses.PADDING:
+    _, updates = _task(teacher[1], padding=padding).loss(features, outputs)
+    terms[padding] = {name: float(value[0]) for name, value in updates.items()}
+  mask = features["input_mask"]
+  assert terms[losses.INCLUDED]["hidden_loss"] == pytest.approx(sum(
+      float(losses.hidden_mse(s, t, mask, losses.INCLUDED))
+      for s, t in zip(outputs["student_hidden"], outputs["teacher_hidden"])), rel=1e-6)
+  for name in ("embedding_loss", "hidden_loss", "attention_loss"):
+    assert terms[losses.INCLUDED][name] != pytest.approx(terms[losses.EXCLUDED][name], rel=1e-3)
+  # MiniLM's KL attends as the model does: padded keys have no probability either way.
+  assert terms[losses.INCLUDED]["attention_kl_loss"] == pytest.approx(
+      terms[losses.EXCLUDED]["attention_kl_loss"], rel=1e-6)
+  with pytest.raises(ValueError, match="padding must be one of"):
+    _task(teacher[1], padding="zero")
 
 
 @pytest.mark.slow

@@ -84,6 +84,32 @@ def test_attention_score_mse_averages_heads_and_real_pairs():
   assert got == pytest.approx(expected, rel=1e-6)
 
 
+def test_the_mses_with_padding_included_as_the_official_code():
+  """padding=INCLUDED: the official TinyBERT's MSEs over the padded sequences. Its attention
+  scores carry the mask's -10000 at padded keys, which it sets to 0 on both sides (scores
+  <= -100); the mean is over every (query, key) pair of every head, padded queries too."""
+  student, teacher = _random(B, S, H, seed=12), _random(B, S, H, seed=13)
+  expected = np.mean((student - teacher) ** 2)
+  got = losses.hidden_mse(student, teacher, MASK, losses.INCLUDED).numpy()
+  assert got == pytest.approx(expected, rel=1e-6)
+  assert got != pytest.approx(losses.hidden_mse(student, teacher, MASK).numpy(), rel=1e-3)
+
+  scores_s, scores_t = _random(B, N, S, S, seed=14), _random(B, N, S, S, seed=15)
+  keys = MASK.astype(bool)[:, None, None, :]  # [B, 1, 1, S]
+  theirs_s, theirs_t = (np.where(keys, x, x - 10000.0) for x in (scores_s, scores_t))
+  theirs_s, theirs_t = (np.where(x <= -100.0, 0.0, x) for x in (theirs_s, theirs_t))
+  expected = np.mean((theirs_s - theirs_t) ** 2)
+  got = losses.attention_score_mse(scores_s, scores_t, MASK, losses.INCLUDED).numpy()
+  assert got == pytest.approx(expected, rel=1e-6)
+  # Padded queries' rows count; padded keys' columns do not.
+  rows, columns = scores_s.copy(), scores_s.copy()
+  rows[0, :, 4, :3] += 1.0
+  columns[0, :, :, 4] += 1.0
+  assert losses.attention_score_mse(rows, scores_t, MASK, losses.INCLUDED).numpy() > got
+  assert losses.attention_score_mse(columns, scores_t, MASK,
+                                    losses.INCLUDED).numpy() == pytest.approx(got, rel=1e-6)
+
+
 @pytest.mark.parametrize("temperature", [1.0, 2.5])
 def test_soft_cross_entropy_at_temperature(temperature):
   student, teacher = _random(4, 3, seed=5), _random(4, 3, seed=6)
